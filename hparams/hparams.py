@@ -1,0 +1,206 @@
+"""The `HParams` dataclass: every knob of the model, its training and decoding.
+
+Paper symbol -> field (Vaswani et al. 2017):
+
+| paper            | field                    | base   |
+|------------------|--------------------------|--------|
+| N                | num_layers               | 6      |
+| d_model          | d_model                  | 512    |
+| d_ff             | d_ff                     | 2048   |
+| h                | num_heads                | 8      |
+| d_k, d_v         | d_k, d_v (None = d_model / h) | 64 |
+| P_drop           | dropout_rate             | 0.1    |
+| epsilon_ls       | label_smoothing          | 0.1    |
+| warmup_steps     | warmup_steps             | 4000   |
+| beta1, beta2, eps| adam_beta1/2, adam_epsilon | 0.9, 0.98, 1e-9 |
+| beam size, alpha | beam_size, alpha         | 4, 0.6 |
+
+Named sets derive from `base` at most one level deep with `dataclasses.replace`
+(hparams/transformer.py). Released sets are never edited in place.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+
+# Fields that change the shapes of the weights (or what they mean): a run in an
+# output dir that already holds checkpoints must agree on all of them.
+MODEL_SHAPING_FIELDS = (
+    "num_layers",
+    "d_model",
+    "d_ff",
+    "num_heads",
+    "d_k",
+    "d_v",
+    "positional_encoding",
+    "max_length",
+    "shared_embedding",
+    "normalize_before",
+)
+
+
+class HParamsError(ValueError):
+    """A bad hparams set, override or value; the message says what to do."""
+
+
+@dataclasses.dataclass(frozen=True)
+class HParams:
+    """Hyperparameters of the Transformer (section 3), training (5) and decoding (6.1)."""
+
+    # --- Model (section 3) ---
+    num_layers: int = 6  # N, identical layers in the encoder and in the decoder.
+    d_model: int = 512  # Width of every sub-layer output and embedding.
+    d_ff: int = 2048  # Inner size of the position-wise feed-forward network.
+    num_heads: int = 8  # h, attention heads.
+    d_k: int | None = None  # Query/key size per head; None = d_model // num_heads.
+    d_v: int | None = None  # Value size per head; None = d_model // num_heads.
+    positional_encoding: str = "sinusoid"  # "sinusoid" (paper) or "learned" (row E).
+    shared_embedding: bool = True  # One matrix: source, target and pre-softmax.
+    normalize_before: bool = False  # False = post-norm LayerNorm(x + Sublayer(x)).
+    layer_norm_epsilon: float = 1e-6
+    # --- Regularization (section 5.4) ---
+    dropout_rate: float = 0.1  # P_drop: sub-layer outputs and embeddings + PE.
+    attention_dropout_rate: float = 0.0  # On attention weights (not in the paper).
+    relu_dropout_rate: float = 0.0  # Inside the FFN (not in the paper).
+    label_smoothing: float = 0.1  # epsilon_ls.
+    # --- Optimizer and schedule (section 5.3, equation 3) ---
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.98
+    adam_epsilon: float = 1e-9
+    warmup_steps: int = 4000
+    learning_rate_scale: float = 1.0  # Multiplies equation 3 (1.0 = the paper).
+    # --- Data and batching (section 5.1) ---
+    batch_size: int = 4096  # Tokens per replica per step (not sentences).
+    max_length: int = 256  # Longer training examples are dropped (tensor2tensor).
+    accum_steps: int = 1  # Gradient accumulation: 8 emulates the paper's 8 GPUs.
+    train_steps: int = 100_000
+    mixed_precision: bool = False  # float16 compute; logits and loss stay float32.
+    # --- Decoding (section 6.1) ---
+    beam_size: int = 4
+    alpha: float = 0.6  # GNMT length penalty exponent.
+    extra_length: int = 50  # Maximum output length = input length + extra_length.
+
+    def __post_init__(self):
+        _check(self.num_layers >= 1, "num_layers must be >= 1")
+        _check(self.d_model >= 1 and self.d_ff >= 1, "d_model and d_ff must be >= 1")
+        _check(self.num_heads >= 1, "num_heads must be >= 1")
+        _check(
+            self.d_k is not None or self.d_model % self.num_heads == 0,
+            f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}; "
+            "set d_k and d_v explicitly or change num_heads",
+        )
+        _check(
+            self.positional_encoding in ("sinusoid", "learned"),
+            "positional_encoding must be 'sinusoid' or 'learned', "
+            f"not {self.positional_encoding!r}",
+        )
+        for name in ("dropout_rate", "attention_dropout_rate", "relu_dropout_rate",
+                     "label_smoothing"):
+            value = getattr(self, name)
+            _check(0.0 <= value < 1.0, f"{name} must be in [0, 1), got {value}")
+        for name in ("warmup_steps", "batch_size", "max_length", "accum_steps",
+                     "train_steps", "beam_size"):
+            _check(getattr(self, name) >= 1, f"{name} must be >= 1")
+        _check(self.extra_length >= 0, "extra_length must be >= 0")
+
+    @property
+    def key_dim(self) -> int:
+        """d_k, per head."""
+        return self.d_k if self.d_k is not None else self.d_model // self.num_heads
+
+    @property
+    def value_dim(self) -> int:
+        """d_v, per head."""
+        return self.d_v if self.d_v is not None else self.d_model // self.num_heads
+
+    def override(self, overrides: str) -> HParams:
+        """Returns a copy with `"name=value,name=value"` applied, type-checked."""
+        return dataclasses.replace(self, **parse_overrides(overrides))
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> HParams:
+        data = json.loads(text)
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        _check(not unknown, f"unknown hparams in saved file: {', '.join(unknown)}")
+        return cls(**data)
+
+    def model_shaping_diff(self, other: HParams) -> list[str]:
+        """Names and values of the model-shaping fields where self and other differ."""
+        return [
+            f"{name}: {getattr(other, name)!r} -> {getattr(self, name)!r}"
+            for name in MODEL_SHAPING_FIELDS
+            if getattr(self, name) != getattr(other, name)
+        ]
+
+
+def _check(condition: bool, message: str) -> None:
+    if not condition:
+        raise HParamsError(message)
+
+
+def _field_types() -> dict[str, typing.Any]:
+    return typing.get_type_hints(HParams)
+
+
+def _parse_value(name: str, text: str, annotation) -> typing.Any:
+    """Parses one override value to the field's declared type."""
+    text = text.strip()
+    args = typing.get_args(annotation)
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        if text.lower() == "none" and type(None) in args:
+            return None
+        (annotation,) = [a for a in args if a is not type(None)]
+    bad = HParamsError(
+        f"bad value for {name}: {text!r} is not a {annotation.__name__}"
+    )
+    if annotation is bool:
+        lowered = text.lower()
+        if lowered in ("true", "1", "yes"):
+            return True
+        if lowered in ("false", "0", "no"):
+            return False
+        raise bad
+    if annotation is int:
+        try:
+            return int(text.replace("_", ""))
+        except ValueError:
+            raise bad from None
+    if annotation is float:
+        try:
+            return float(text)
+        except ValueError:
+            raise bad from None
+    return text
+
+
+def parse_overrides(overrides: str) -> dict[str, typing.Any]:
+    """Parses `"dropout_rate=0.3,num_layers=4"` into typed values.
+
+    Raises:
+      HParamsError: on a malformed item, an unknown name (with the closest known
+        one) or a value of the wrong type.
+    """
+    import difflib
+
+    types_by_name = _field_types()
+    result: dict[str, typing.Any] = {}
+    for item in filter(None, (s.strip() for s in (overrides or "").split(","))):
+        if "=" not in item:
+            raise HParamsError(
+                f"malformed override {item!r}: expected name=value, "
+                "e.g. --hparams_overrides=dropout_rate=0.3,num_layers=4"
+            )
+        name, value = (s.strip() for s in item.split("=", 1))
+        if name not in types_by_name:
+            close = difflib.get_close_matches(name, types_by_name, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise HParamsError(f"unknown hparam {name!r}{hint}")
+        result[name] = _parse_value(name, value, types_by_name[name])
+    return result

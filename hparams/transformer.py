@@ -1,0 +1,102 @@
+"""Registered hparams sets: the paper's base and big, parsing, tiny, Table 3.
+
+Every set is `base` or `dataclasses.replace(base(), ...)`: one level deep, a
+comment per change. Released sets are never edited; add a new name instead.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from t2t_lite.hparams.hparams import HParams
+from t2t_lite.registry import register_hparams
+
+
+@register_hparams("base")
+def base() -> HParams:
+    """Transformer (base), Table 3 first row: 65M parameters, 100K steps."""
+    return HParams()
+
+
+@register_hparams("big")
+def big() -> HParams:
+    """Transformer (big), Table 3 last row: 213M parameters, 300K steps."""
+    return dataclasses.replace(
+        base(),
+        d_model=1024,
+        d_ff=4096,
+        num_heads=16,
+        dropout_rate=0.3,  # P_drop 0.3 (EN-FR used 0.1: override it).
+        train_steps=300_000,
+    )
+
+
+@register_hparams("parsing")
+def parsing() -> HParams:
+    """Constituency parsing (section 6.3): 4 layers, d_model 1024."""
+    return dataclasses.replace(
+        base(),
+        num_layers=4,
+        d_model=1024,
+        d_ff=2048,
+        num_heads=8,
+        dropout_rate=0.2,  # Only dropout, learning rate and beam were tuned.
+        attention_dropout_rate=0.2,
+        max_length=512,  # Linearized trees are long.
+        beam_size=21,
+        alpha=0.3,
+        extra_length=300,  # Maximum output length = input length + 300.
+    )
+
+
+@register_hparams("tiny")
+def tiny() -> HParams:
+    """A CPU-sized model for tests, demos and algorithmic tasks."""
+    return dataclasses.replace(
+        base(),
+        num_layers=2,
+        d_model=128,
+        d_ff=512,
+        num_heads=4,
+        warmup_steps=400,  # Short runs: reach the peak rate early.
+        batch_size=2048,
+        max_length=64,
+        train_steps=2000,
+    )
+
+
+def _variant(name: str, doc: str, **changes):
+    """Registers a Table 3 row: base with `changes`."""
+
+    def make() -> HParams:
+        return dataclasses.replace(base(), **changes)
+
+    make.__doc__ = doc
+    make.__name__ = name
+    register_hparams(name)(make)
+    return make
+
+
+# Table 3 (EN-DE dev newstest2013): one registered set per row.
+_variant("base_a_h1", "Row A: h=1, d_k=d_v=512.", num_heads=1)
+_variant("base_a_h4", "Row A: h=4, d_k=d_v=128.", num_heads=4)
+_variant("base_a_h16", "Row A: h=16, d_k=d_v=32.", num_heads=16)
+_variant("base_a_h32", "Row A: h=32, d_k=d_v=16.", num_heads=32)
+_variant("base_b_dk16", "Row B: d_k=16 (d_v stays 64).", d_k=16)
+_variant("base_b_dk32", "Row B: d_k=32 (d_v stays 64).", d_k=32)
+_variant("base_c_n2", "Row C: N=2.", num_layers=2)
+_variant("base_c_n4", "Row C: N=4.", num_layers=4)
+_variant("base_c_n8", "Row C: N=8.", num_layers=8)
+_variant("base_c_d256", "Row C: d_model=256, d_k=d_v=32.", d_model=256)
+_variant("base_c_d1024", "Row C: d_model=1024, d_k=d_v=128.", d_model=1024)
+_variant("base_c_ff1024", "Row C: d_ff=1024.", d_ff=1024)
+_variant("base_c_ff4096", "Row C: d_ff=4096.", d_ff=4096)
+_variant("base_d_drop0", "Row D: P_drop=0.0.", dropout_rate=0.0)
+_variant("base_d_drop02", "Row D: P_drop=0.2.", dropout_rate=0.2)
+_variant("base_d_ls0", "Row D: epsilon_ls=0.0.", label_smoothing=0.0)
+_variant("base_d_ls02", "Row D: epsilon_ls=0.2.", label_smoothing=0.2)
+_variant(
+    "base_e_learned_pe",
+    "Row E: learned positional embedding instead of sinusoids.",
+    positional_encoding="learned",
+)

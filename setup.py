@@ -1,0 +1,47 @@
+"""t2t_lite: the Transformer of "Attention Is All You Need" on TensorFlow 2 / Keras 3."""
+
+from setuptools import setup
+
+setup(
+    name="t2t_lite",
+    version="0.1.0",
+    description=(
+        "A TensorFlow 2 / Keras 3 reimplementation of the Transformer "
+        "(Vaswani et al. 2017) in the tensor2tensor tradition."
+    ),
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    # `problems` and `hparams` are taken as top-level names on PyPI, so they
+    # install as t2t_lite.problems and t2t_lite.hparams (DESIGN.md).
+    packages=[
+        "t2t_lite",
+        "t2t_lite.layers",
+        "t2t_lite.metrics",
+        "t2t_lite.bin",
+        "t2t_lite.problems",
+        "t2t_lite.hparams",
+    ],
+    package_dir={
+        "t2t_lite.problems": "problems",
+        "t2t_lite.hparams": "hparams",
+    },
+    install_requires=[
+        "tensorflow==2.21.*",
+        "keras>=3.10,<4",
+        "tensorflow-text==2.21.*",
+        "tensorboard>=2.20",
+        "tensorflow-datasets>=4.9",
+        "sacrebleu>=2.4,<3",
+        "sentencepiece>=0.2",
+        "numpy",
+    ],
+    extras_require={"test": ["pytest>=8"]},
+    entry_points={
+        "console_scripts": [
+            "t2t_lite-trainer=t2t_lite.bin.trainer:main",
+            "t2t_lite-decoder=t2t_lite.bin.decoder:main",
+            "t2t_lite-bleu=t2t_lite.metrics.bleu:main",
+        ],
+    },
+)

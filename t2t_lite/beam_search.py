@@ -1,0 +1,284 @@
+"""Beam search and greedy decoding with static shapes, written with `keras.ops`.
+
+Beam search as used by the Transformer (Vaswani et al. 2017, section 6.1):
+beam size K, hypotheses ranked by log-probability divided by the GNMT length
+penalty ((5 + length) / 6) ** alpha (Wu et al. 2016), and early termination
+when no alive hypothesis can still win. The scheme follows tensor2tensor's
+`beam_search.py`: every step the top 2K candidates are formed from the K alive
+beams; those ending in EOS may enter the K "finished" beams, the best K others
+stay "alive". The helper layout follows flax `examples/wmt/decode.py`.
+
+Only `keras.ops` is used (no backend calls) and every loop-state tensor has a
+fixed shape, so the decoders run eagerly or inside `tf.function`. Shape notation:
+B batch, K beam size, L max decode length, V vocabulary size.
+"""
+
+from typing import Any, NamedTuple
+
+import keras
+from keras import ops
+
+NEG_INF = -1.0e9  # large finite negative: masked log-probs / empty slots
+_VALID = 0.5 * NEG_INF  # scores below this come from masked candidates
+
+
+def length_penalty(length, alpha):
+    """GNMT length penalty ((5 + length) / 6) ** alpha  (float32)."""
+    length = ops.cast(length, "float32")
+    return ops.power((5.0 + length) / 6.0, ops.cast(alpha, "float32"))
+
+
+def _expand_to_beam_size(x, beam_size):
+    """Tiles x [B, ...] to [B, K, ...]."""
+    x = ops.expand_dims(x, 1)
+    return ops.tile(x, [1, beam_size] + [1] * (len(x.shape) - 2))
+
+
+def _flatten_beam_dim(x):
+    """Reshapes x [B, K, ...] to [B*K, ...]."""
+    return ops.reshape(x, (-1,) + tuple(x.shape[2:]))
+
+
+def _unflatten_beam_dim(x, beam_size):
+    """Reshapes x [B*K, ...] to [B, K, ...]."""
+    return ops.reshape(x, (-1, beam_size) + tuple(x.shape[1:]))
+
+
+def _gather_beams(x, beam_indices):
+    """Picks beams: x [B, K_old, ...], beam_indices int32 [B, K_new] -> [B, K_new, ...]."""
+    old_beams = x.shape[1]
+    offsets = ops.arange(ops.shape(x)[0], dtype="int32")[:, None] * old_beams
+    return ops.take(_flatten_beam_dim(x), offsets + beam_indices, axis=0)
+
+
+def _write_token(seq, tokens, index):
+    """Writes tokens [B, N] at position `index` of seq int32 [B, N, L]."""
+    positions = ops.arange(seq.shape[-1], dtype="int32")
+    return ops.where(positions == index, ops.expand_dims(tokens, -1), seq)
+
+
+def _last_tokens(seq, index, start_id):
+    """Token before position `index` of seq [..., L]; start_id at index 0."""
+    prev = ops.take(seq, ops.maximum(index - 1, 0), axis=-1)
+    return ops.where(index == 0, ops.cast(start_id, "int32"), prev)
+
+
+def _step_log_probs(logits, index, eos_id, min_decode_length):
+    """float32 log-softmax of logits [..., V]; EOS masked while index + 1 < min length."""
+    log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
+    is_eos = ops.arange(log_probs.shape[-1], dtype="int32") == eos_id
+    forbid = ops.logical_and(is_eos, index + 1 < min_decode_length)
+    return ops.where(forbid, NEG_INF, log_probs)
+
+
+class _BeamState(NamedTuple):
+    """Loop state of `beam_search`."""
+
+    index: Any  # int32 []: position being predicted (= tokens generated so far)
+    alive_seq: Any  # int32 [B, K, L]: alive hypotheses, 0 beyond `index`
+    alive_log_probs: Any  # float32 [B, K]: sum of log-probs, best first
+    finished_seq: Any  # int32 [B, K, L]: hypotheses ended by EOS, 0 after it
+    finished_scores: Any  # float32 [B, K]: length-penalized, best first
+    finished_flags: Any  # bool [B, K]: slot holds a real finished hypothesis
+    cache: Any  # nested tensors, leading dim B*K, aligned with alive_seq
+
+
+def _init_state(initial_cache, batch_size, beam_size, max_decode_length):
+    """Initial `_BeamState`: one live beam (log-prob 0) per sentence, K-1 dead."""
+    shape = (batch_size, beam_size)
+    first = ops.where(ops.arange(beam_size) == 0, 0.0, NEG_INF)
+    return _BeamState(
+        index=ops.convert_to_tensor(0, "int32"),
+        alive_seq=ops.zeros(shape + (max_decode_length,), "int32"),
+        alive_log_probs=ops.cast(ops.broadcast_to(first, shape), "float32"),
+        finished_seq=ops.zeros(shape + (max_decode_length,), "int32"),
+        finished_scores=ops.full(shape, NEG_INF, "float32"),
+        finished_flags=ops.zeros(shape, "bool"),
+        cache=keras.tree.map_structure(
+            lambda x: _flatten_beam_dim(_expand_to_beam_size(x, beam_size)), initial_cache),
+    )
+
+
+def _grow_topk(state, next_fn, beam_size, vocab_size, eos_id, min_decode_length, start_id):
+    """Scores all K*V extensions; returns the top 2K as (seq, log_probs, beam, cache)."""
+    ids = _flatten_beam_dim(_last_tokens(state.alive_seq, state.index, start_id))
+    logits, cache = next_fn(ids, state.index, state.cache)
+    vocab = vocab_size or logits.shape[-1]
+    logits = ops.reshape(logits, (-1, beam_size, vocab))
+    log_probs = _step_log_probs(logits, state.index, eos_id, min_decode_length)
+    log_probs = log_probs + ops.expand_dims(state.alive_log_probs, -1)  # [B, K, V]
+    flat = ops.reshape(log_probs, (-1, beam_size * vocab))
+    topk_log_probs, topk_ids = ops.top_k(flat, k=2 * beam_size)  # [B, 2K]
+    topk_ids = ops.cast(topk_ids, "int32")
+    topk_beams = ops.floor_divide(topk_ids, vocab)
+    topk_seq = _gather_beams(state.alive_seq, topk_beams)
+    topk_seq = _write_token(topk_seq, ops.mod(topk_ids, vocab), state.index)
+    return topk_seq, topk_log_probs, topk_beams, cache
+
+
+def _beam_step(state, next_fn, beam_size, vocab_size, alpha, eos_id, min_decode_length,
+               start_id):
+    """One decoding step: grow top-2K candidates, then the alive and finished sets."""
+    topk_seq, topk_log_probs, topk_beams, cache = _grow_topk(
+        state, next_fn, beam_size, vocab_size, eos_id, min_decode_length, start_id)
+    new_tokens = ops.take(topk_seq, state.index, axis=-1)  # [B, 2K]
+    is_eos = new_tokens == eos_id
+    # Grow alive: best K candidates not ending in EOS (at most K of 2K do).
+    alive_scores = ops.where(is_eos, NEG_INF, topk_log_probs)
+    alive_log_probs, alive_idx = ops.top_k(alive_scores, k=beam_size)
+    alive_idx = ops.cast(alive_idx, "int32")
+    parents = ops.take_along_axis(topk_beams, alive_idx, axis=1)  # [B, K]
+    cache = keras.tree.map_structure(
+        lambda x: _flatten_beam_dim(_gather_beams(_unflatten_beam_dim(x, beam_size), parents)),
+        cache)
+    # Grow finished: merge old finished with new EOS candidates, keep best K.
+    new_flags = ops.logical_and(is_eos, topk_log_probs > _VALID)
+    new_scores = topk_log_probs / length_penalty(state.index + 1, alpha)
+    new_scores = ops.where(new_flags, new_scores, NEG_INF)
+    all_scores = ops.concatenate([state.finished_scores, new_scores], axis=1)
+    all_flags = ops.concatenate([state.finished_flags, new_flags], axis=1)
+    all_seq = ops.concatenate([state.finished_seq, topk_seq], axis=1)
+    finished_scores, fin_idx = ops.top_k(all_scores, k=beam_size)
+    fin_idx = ops.cast(fin_idx, "int32")
+    return _BeamState(
+        index=state.index + 1,
+        alive_seq=_gather_beams(topk_seq, alive_idx),
+        alive_log_probs=alive_log_probs,
+        finished_seq=_gather_beams(all_seq, fin_idx),
+        finished_scores=finished_scores,
+        finished_flags=ops.take_along_axis(all_flags, fin_idx, axis=1),
+        cache=cache,
+    )
+
+
+def _is_not_finished(state, max_decode_length, alpha):
+    """Loop condition: index < L and some sentence's alive beams can still win.
+
+    The best score an alive beam can ever reach is its log-prob divided by the
+    length penalty at L (log-probs only decrease, the penalty only grows). A
+    sentence is done when that bound is below its worst finished score; an
+    empty finished slot counts as NEG_INF (t2t with stop_early=False, per
+    sentence; flax decode.py), so stopping early never changes any of the K
+    returned hypotheses. t2t's default (stop_early=True) compares with the best
+    finished score instead, which only protects the top hypothesis.
+    """
+    best_alive = state.alive_log_probs[:, 0] / length_penalty(max_decode_length, alpha)
+    finished = ops.where(state.finished_flags, state.finished_scores, NEG_INF)
+    worst_finished = ops.min(finished, axis=1)
+    done = ops.all(worst_finished > best_alive)
+    return ops.logical_and(state.index < max_decode_length, ops.logical_not(done))
+
+
+def beam_search(next_fn, initial_cache, batch_size, beam_size, max_decode_length, eos_id,
+                alpha=0.6, vocab_size=None, min_decode_length=0, start_id=0):
+    """Beam search decoding (Vaswani et al. 2017, section 6.1; tensor2tensor).
+
+    Args:
+        next_fn: `(ids, index, cache) -> (logits, new_cache)`: ids int32 [B*K]
+            (previous tokens, batch-major, start_id at index 0), index int32
+            scalar (position being predicted), logits float [B*K, V] unnormalized.
+        initial_cache: nested structure of tensors with leading dim B; tiled
+            to B*K and reordered along with the beams.
+        batch_size: B (Python int, or a scalar tensor in graph mode).
+        beam_size: K (Python int).
+        max_decode_length: L (Python int), maximum tokens generated, EOS included.
+        eos_id: end-of-sequence token id.
+        alpha: length penalty exponent (0 ranks by plain log-probability).
+        vocab_size: V; read from the logits' static shape when None.
+        min_decode_length: EOS is forbidden while fewer than this many tokens
+            (EOS included) would result.
+        start_id: token fed at index 0.
+
+    Returns:
+        (sequences int32 [B, K, L], scores float32 [B, K]), best first. A
+        sequence holds its EOS and 0 (pad) afterwards. Scores are log-prob /
+        length_penalty(length). A sentence without any finished hypothesis
+        returns its alive beams scored at length L; if only some of the K
+        finished slots are filled, the rest hold zeros and a score of ~-1e9.
+    """
+    state = _init_state(initial_cache, batch_size, beam_size, max_decode_length)
+
+    def cond(state):
+        return _is_not_finished(state, max_decode_length, alpha)
+
+    def body(state):
+        return (_beam_step(state, next_fn, beam_size, vocab_size, alpha, eos_id,
+                           min_decode_length, start_id),)
+
+    (state,) = ops.while_loop(cond, body, (state,))
+    return _finalize(state, alpha)
+
+
+def _finalize(state, alpha):
+    """Returns finished beams, or alive beams for sentences with none finished."""
+    any_finished = ops.any(state.finished_flags, axis=1)  # [B]
+    alive_scores = state.alive_log_probs / length_penalty(state.index, alpha)
+    seqs = ops.where(any_finished[:, None, None], state.finished_seq, state.alive_seq)
+    scores = ops.where(any_finished[:, None], state.finished_scores, alive_scores)
+    return seqs, scores
+
+
+class _GreedyState(NamedTuple):
+    """Loop state of `greedy_search`."""
+
+    index: Any  # int32 []: position being predicted
+    seq: Any  # int32 [B, L]: tokens so far, 0 after EOS / beyond `index`
+    scores: Any  # float32 [B]: sum of log-probs up to and including EOS
+    finished: Any  # bool [B]: EOS already produced
+    cache: Any  # nested tensors, leading dim B
+
+
+def _greedy_step(state, next_fn, eos_id, min_decode_length, start_id):
+    """One greedy step: append the argmax token to every unfinished sentence."""
+    ids = _last_tokens(state.seq, state.index, start_id)
+    logits, cache = next_fn(ids, state.index, state.cache)
+    log_probs = _step_log_probs(logits, state.index, eos_id, min_decode_length)  # [B, V]
+    tokens = ops.cast(ops.argmax(log_probs, axis=-1), "int32")
+    token_log_probs = ops.take_along_axis(log_probs, tokens[:, None], axis=1)[:, 0]
+    tokens = ops.where(state.finished, 0, tokens)
+    return _GreedyState(
+        index=state.index + 1,
+        seq=_write_token(state.seq[:, None], tokens[:, None], state.index)[:, 0],
+        scores=state.scores + ops.where(state.finished, 0.0, token_log_probs),
+        finished=ops.logical_or(state.finished, tokens == eos_id),
+        cache=cache,
+    )
+
+
+def greedy_search(next_fn, initial_cache, batch_size, max_decode_length, eos_id, start_id=0,
+                  min_decode_length=0):
+    """Greedy (argmax) decoding; `beam_search` with the same `next_fn` contract, K = 1.
+
+    Args:
+        next_fn: `(ids, index, cache) -> (logits, new_cache)` with ids int32 [B]
+            and logits float [B, V].
+        initial_cache: nested structure of tensors with leading dim B.
+        batch_size: B.
+        max_decode_length: L, maximum tokens generated, EOS included.
+        eos_id: end-of-sequence token id.
+        start_id: token fed at index 0.
+        min_decode_length: EOS is forbidden while fewer than this many tokens
+            (EOS included) would result.
+
+    Returns:
+        (sequences int32 [B, L], scores float32 [B]): tokens with EOS then 0s;
+        scores are sums of log-probs (no length penalty). Stops once every
+        sentence has produced EOS.
+    """
+    state = _GreedyState(
+        index=ops.convert_to_tensor(0, "int32"),
+        seq=ops.zeros((batch_size, max_decode_length), "int32"),
+        scores=ops.zeros((batch_size,), "float32"),
+        finished=ops.zeros((batch_size,), "bool"),
+        cache=initial_cache,
+    )
+
+    def cond(state):
+        not_done = ops.logical_not(ops.all(state.finished))
+        return ops.logical_and(state.index < max_decode_length, not_done)
+
+    def body(state):
+        return (_greedy_step(state, next_fn, eos_id, min_decode_length, start_id),)
+
+    (state,) = ops.while_loop(cond, body, (state,))
+    return state.seq, state.scores

@@ -1,0 +1,144 @@
+"""Multi-head scaled dot-product attention, section 3.2 of Vaswani et al. 2017.
+
+`Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V`, computed by `num_heads`
+heads in parallel on projections of width d_k (queries, keys) and d_v
+(values); the heads are concatenated and projected by W^O back to d_model.
+Illegal connections (padding, future positions) get a large negative score
+before the softmax.
+
+Shapes: B batch, T query length, S key length, H heads, D d_model.
+
+The key/value cache is an explicit argument (keras-hub discipline), never
+hidden state:
+- no cache: keys and values are computed from `value`;
+- `cache` and `cache_index`: decoder self-attention, one new position at a time.
+  The new key/value is written at `cache_index` of a fixed-size cache
+  {"key": [B, L, H, d_k], "value": [B, L, H, d_v]} and the updated cache is
+  returned; positions after `cache_index` must be masked by the caller.
+- `cache` without `cache_index`: encoder-decoder attention, keys and values were
+  computed once from the encoder output (`compute_cache`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import keras
+from keras import ops
+
+# Added to the scores of illegal connections (the paper's -inf; finite avoids NaN
+# in rows that are fully masked, e.g. padding queries).
+NEG_INF = -1e9
+
+
+@keras.saving.register_keras_serializable(package="t2t_lite")
+class MultiHeadAttention(keras.layers.Layer):
+    """Multi-head attention (section 3.2.2) with an optional explicit KV cache.
+
+    Args:
+      num_heads: h.
+      d_model: width of the output (and of the inputs).
+      key_dim: d_k, query/key width per head.
+      value_dim: d_v, value width per head.
+      attention_dropout_rate: dropout on the attention weights.
+    """
+
+    def __init__(self, num_heads, d_model, key_dim, value_dim,
+                 attention_dropout_rate=0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.num_heads = num_heads
+        self.d_model = d_model
+        self.key_dim = key_dim
+        self.value_dim = value_dim
+        self.attention_dropout_rate = attention_dropout_rate
+
+    def _dense(self, units, name):
+        return keras.layers.Dense(
+            units,
+            kernel_initializer="glorot_uniform",
+            name=name,
+            dtype=self.dtype_policy,
+        )
+
+    def build(self, query_shape, value_shape=None):
+        value_shape = value_shape or query_shape
+        heads = self.num_heads
+        self.query_dense = self._dense(heads * self.key_dim, "query")
+        self.key_dense = self._dense(heads * self.key_dim, "key")
+        self.value_dense = self._dense(heads * self.value_dim, "value")
+        self.output_dense = self._dense(self.d_model, "attention_output")
+        self.query_dense.build(query_shape)
+        self.key_dense.build(value_shape)
+        self.value_dense.build(value_shape)
+        self.output_dense.build(tuple(query_shape[:-1]) + (heads * self.value_dim,))
+        self.dropout = keras.layers.Dropout(
+            self.attention_dropout_rate, dtype=self.dtype_policy, name="dropout"
+        )
+        self.built = True
+
+    def _split_heads(self, x, depth):
+        """[B, T, H * depth] -> [B, T, H, depth]."""
+        shape = ops.shape(x)
+        return ops.reshape(x, (shape[0], shape[1], self.num_heads, depth))
+
+    def compute_cache(self, value):
+        """Keys and values of `value` [B, S, D] for cached cross-attention."""
+        return {
+            "key": self._split_heads(self.key_dense(value), self.key_dim),
+            "value": self._split_heads(self.value_dense(value), self.value_dim),
+        }
+
+    def call(self, query, value=None, *, attention_mask=None, cache=None,
+             cache_index=None, training=None):
+        """Attends from `query` [B, T, D] to `value` [B, S, D].
+
+        Args:
+          attention_mask: bool, broadcastable to [B, T, S]; True = may attend.
+          cache: see the module docstring.
+          cache_index: int32 scalar, the position written in a self-attention cache.
+
+        Returns:
+          [B, T, D], or ([B, T, D], updated cache) when `cache` is given.
+        """
+        q = self._split_heads(self.query_dense(query), self.key_dim)
+        if cache is None:
+            value = query if value is None else value
+            kv = self.compute_cache(value)
+        elif cache_index is None:
+            kv = cache
+        else:
+            new = self.compute_cache(query)
+            start = [0, cache_index, 0, 0]
+            kv = {
+                "key": ops.slice_update(cache["key"], start, new["key"]),
+                "value": ops.slice_update(cache["value"], start, new["value"]),
+            }
+        q = q * ops.cast(1.0 / math.sqrt(self.key_dim), q.dtype)
+        scores = ops.einsum("bthd,bshd->bhts", q, kv["key"])  # [B, H, T, S]
+        scores = ops.cast(scores, "float32")
+        if attention_mask is not None:
+            mask = ops.expand_dims(ops.cast(attention_mask, "bool"), axis=1)
+            scores = ops.where(mask, scores, NEG_INF)
+        weights = ops.softmax(scores, axis=-1)
+        weights = self.dropout(ops.cast(weights, q.dtype), training=training)
+        context = ops.einsum("bhts,bshd->bthd", weights, kv["value"])  # [B, T, H, d_v]
+        shape = ops.shape(context)
+        context = ops.reshape(context, (shape[0], shape[1], self.num_heads * self.value_dim))
+        output = self.output_dense(context)
+        if cache is None:
+            return output
+        return output, kv
+
+    def compute_output_shape(self, query_shape, value_shape=None):
+        return tuple(query_shape[:-1]) + (self.d_model,)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            num_heads=self.num_heads,
+            d_model=self.d_model,
+            key_dim=self.key_dim,
+            value_dim=self.value_dim,
+            attention_dropout_rate=self.attention_dropout_rate,
+        )
+        return config

@@ -1,0 +1,104 @@
+"""Decoder layer, section 3.1 of Vaswani et al. 2017.
+
+Each layer: masked multi-head self-attention, multi-head attention over the
+encoder output (encoder-decoder attention), then the position-wise FFN, each in
+the residual block of encoder.py. Shapes: B batch, T target length, S source
+length, D d_model, L maximum decode length.
+
+For incremental decoding the layer takes a cache
+`{"self": {"key": [B, L, H, d_k], "value": [B, L, H, d_v]},
+  "cross": {"key": [B, S, H, d_k], "value": [B, S, H, d_v]}}` and the index of
+the position being decoded, and returns the updated cache.
+"""
+
+from __future__ import annotations
+
+import keras
+
+from t2t_lite.layers.encoder import ResidualMixin
+
+
+@keras.saving.register_keras_serializable(package="t2t_lite")
+class DecoderLayer(ResidualMixin, keras.layers.Layer):
+    """Masked self-attention + encoder-decoder attention + FFN (section 3.1)."""
+
+    def __init__(self, d_model, d_ff, num_heads, key_dim, value_dim, dropout_rate=0.1,
+                 attention_dropout_rate=0.0, relu_dropout_rate=0.0,
+                 normalize_before=False, layer_norm_epsilon=1e-6, **kwargs):
+        super().__init__(**kwargs)
+        self._store(d_model, d_ff, num_heads, key_dim, value_dim, dropout_rate,
+                    attention_dropout_rate, relu_dropout_rate, normalize_before,
+                    layer_norm_epsilon)
+
+    def build(self, x_shape, encoder_output_shape=None):
+        input_shape = x_shape
+        encoder_output_shape = encoder_output_shape or input_shape
+        self.self_attention = self._make_attention("self_attention", input_shape)
+        self.self_attention_norm = self._make_norm("self_attention_norm", input_shape)
+        self.self_attention_dropout = self._make_dropout("self_attention_dropout")
+        self.cross_attention = self._make_attention(
+            "cross_attention", input_shape, encoder_output_shape
+        )
+        self.cross_attention_norm = self._make_norm("cross_attention_norm", input_shape)
+        self.cross_attention_dropout = self._make_dropout("cross_attention_dropout")
+        self.feed_forward = self._make_ffn(input_shape)
+        self.feed_forward_norm = self._make_norm("feed_forward_norm", input_shape)
+        self.feed_forward_dropout = self._make_dropout("feed_forward_dropout")
+        self.built = True
+
+    def compute_cross_cache(self, encoder_output):
+        """Encoder-decoder keys and values, computed once per source batch."""
+        return self.cross_attention.compute_cache(encoder_output)
+
+    def call(self, x, encoder_output=None, *, self_attention_mask=None,
+             cross_attention_mask=None, cache=None, cache_index=None, training=None):
+        """Teacher-forced ([B, T, D]) or one cached step ([B, 1, D]).
+
+        Args:
+          x: decoder input [B, T, D].
+          encoder_output: [B, S, D]; unused when `cache` holds "cross".
+          self_attention_mask: bool [B or 1, T, T or L] (causal, and cache validity).
+          cross_attention_mask: bool [B, 1, S] (source padding).
+          cache, cache_index: see the module docstring.
+
+        Returns:
+          [B, T, D], or ([B, T, D], updated cache) when `cache` is given.
+        """
+        new_cache = {}
+
+        def self_attention(y):
+            if cache is None:
+                return self.self_attention(
+                    y, attention_mask=self_attention_mask, training=training)
+            out, new_cache["self"] = self.self_attention(
+                y, attention_mask=self_attention_mask, cache=cache["self"],
+                cache_index=cache_index, training=training)
+            return out
+
+        def cross_attention(y):
+            if cache is None:
+                return self.cross_attention(
+                    y, encoder_output, attention_mask=cross_attention_mask,
+                    training=training)
+            out, new_cache["cross"] = self.cross_attention(
+                y, attention_mask=cross_attention_mask, cache=cache["cross"],
+                training=training)
+            return out
+
+        x = self._residual(x, self_attention, self.self_attention_norm,
+                           self.self_attention_dropout, training)
+        x = self._residual(x, cross_attention, self.cross_attention_norm,
+                           self.cross_attention_dropout, training)
+        x = self._residual(x, lambda y: self.feed_forward(y, training=training),
+                           self.feed_forward_norm, self.feed_forward_dropout, training)
+        if cache is None:
+            return x
+        return x, new_cache
+
+    def compute_output_shape(self, x_shape, encoder_output_shape=None):
+        return x_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(self._common_config())
+        return config

@@ -1,0 +1,1 @@
+"""Evaluation metrics: corpus BLEU (sacreBLEU and tokenized multi-bleu)."""

@@ -1,0 +1,91 @@
+"""Name -> Problem class and name -> hparams set.
+
+Problems register with `@register_problem("wmt_ende")`, hparams sets with
+`@register_hparams("big")`. The packages `t2t_lite.problems` and
+`t2t_lite.hparams` are imported on the first lookup, so every built-in name is
+known; an unknown name fails with one line listing the known names.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from typing import Any, Callable
+
+_PROBLEMS: dict[str, type] = {}
+_HPARAMS: dict[str, Callable[[], Any]] = {}
+_LOADED = False
+
+
+class RegistryError(KeyError):
+    """An unknown or duplicate name; str() is the one-line message."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def register_problem(name: str):
+    """Class decorator: registers a Problem subclass under `name`."""
+
+    def decorator(cls):
+        _add(_PROBLEMS, name, cls, "problem")
+        cls.name = name
+        return cls
+
+    return decorator
+
+
+def register_hparams(name: str):
+    """Function decorator: registers a zero-argument function returning HParams."""
+
+    def decorator(fn):
+        _add(_HPARAMS, name, fn, "hparams set")
+        return fn
+
+    return decorator
+
+
+def _add(table: dict, name: str, value: Any, kind: str) -> None:
+    if name in table and table[name] is not value:
+        raise RegistryError(f"{kind} {name!r} is registered twice")
+    table[name] = value
+
+
+def _ensure_loaded() -> None:
+    global _LOADED
+    if not _LOADED:
+        _LOADED = True
+        importlib.import_module("t2t_lite.problems")
+        importlib.import_module("t2t_lite.hparams")
+
+
+def _lookup(table: dict, name: str, kind: str, flag: str):
+    _ensure_loaded()
+    if name in table:
+        return table[name]
+    close = difflib.get_close_matches(name, table, n=1)
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    raise RegistryError(
+        f"unknown {kind} {name!r}.{hint} Known: {', '.join(sorted(table))} "
+        f"(pass one with {flag}=NAME)"
+    )
+
+
+def problem(name: str):
+    """Returns an instance of the Problem registered as `name`."""
+    return _lookup(_PROBLEMS, name, "problem", "--problem")()
+
+
+def hparams(name: str):
+    """Returns the HParams of the set registered as `name`."""
+    return _lookup(_HPARAMS, name, "hparams set", "--hparams")()
+
+
+def list_problems() -> list[str]:
+    _ensure_loaded()
+    return sorted(_PROBLEMS)
+
+
+def list_hparams() -> list[str]:
+    _ensure_loaded()
+    return sorted(_HPARAMS)

@@ -1,0 +1,131 @@
+"""One optimizer step under a tf.distribute strategy, with gradient accumulation.
+
+The loss is normalized by the number of non-padding target tokens in the
+whole global batch (summed over replicas and accumulated micro-batches), so
+R replicas, or one replica accumulating R micro-batches, compute exactly the
+gradient one replica would compute on the same global batch:
+
+    gradient = sum over all tokens of d loss(token) / total tokens
+
+Each replica differentiates its *sum* of token losses; the token total is
+all-reduced; the Keras optimizer sums the replicas' gradients when it applies
+them (keras/src/backend/tensorflow/optimizer.py, `_all_reduce_sum_gradients`).
+"""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+
+from t2t_lite.losses import smoothed_cross_entropy_sums
+
+SUM = tf.distribute.ReduceOp.SUM
+
+
+class StepRunner:
+    """Builds the traced step functions for a model, optimizer and strategy.
+
+    Args:
+      model: a built Transformer (created in `strategy.scope()`).
+      optimizer: a built Keras optimizer (created in `strategy.scope()`).
+      strategy: the tf.distribute strategy.
+      label_smoothing: epsilon_ls.
+      accum_steps: micro-batches per optimizer update.
+      jit_compile: compile the per-replica step with XLA.
+    """
+
+    def __init__(self, model, optimizer, strategy, label_smoothing, accum_steps=1,
+                 jit_compile=False):
+        self.model = model
+        self.optimizer = optimizer
+        self.strategy = strategy
+        self.label_smoothing = label_smoothing
+        self.accum_steps = accum_steps
+        self.variables = model.trainable_variables
+        self.accumulators = []
+        if accum_steps > 1:
+            with strategy.scope():
+                on_read = dict(
+                    trainable=False,
+                    synchronization=tf.VariableSynchronization.ON_READ,
+                    aggregation=tf.VariableAggregation.SUM,
+                )
+                self.accumulators = [
+                    tf.Variable(tf.zeros_like(v.value), **on_read) for v in self.variables
+                ]
+                self.token_accumulator = tf.Variable(0.0, **on_read)
+        wrap = (lambda fn: tf.function(fn, jit_compile=True)) if jit_compile else (lambda f: f)
+        self._replica_update = wrap(self._update)
+        self._replica_accumulate = wrap(self._accumulate)
+        self._update_step = tf.function(self._run_update, reduce_retracing=True)
+        self._accumulate_step = tf.function(self._run_accumulate, reduce_retracing=True)
+
+    def _gradients(self, batch):
+        """Per replica: gradients of the summed loss, and the loss sums."""
+        with tf.GradientTape() as tape:
+            logits = self.model(batch, training=True)
+            loss_sum, nll_sum, tokens = smoothed_cross_entropy_sums(
+                logits, batch["targets"], self.label_smoothing
+            )
+            scaled = loss_sum
+            if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
+                scaled = self.optimizer.scale_loss(loss_sum)
+        grads = tape.gradient(scaled, self.variables)
+        return grads, loss_sum, nll_sum, tokens
+
+    def _accumulate(self, batch):
+        grads, loss_sum, nll_sum, tokens = self._gradients(batch)
+        for accumulator, grad in zip(self.accumulators, grads):
+            accumulator.assign_add(grad)
+        self.token_accumulator.assign_add(tokens)
+        return loss_sum, nll_sum, tokens
+
+    def _update(self, batch):
+        grads, loss_sum, nll_sum, tokens = self._gradients(batch)
+        local_tokens = tokens
+        if self.accumulators:
+            grads = [g + a for g, a in zip(grads, self.accumulators)]
+            local_tokens = tokens + self.token_accumulator
+        context = tf.distribute.get_replica_context()
+        total_tokens = tf.maximum(context.all_reduce(SUM, local_tokens), 1.0)
+        grads = [g / tf.cast(total_tokens, g.dtype) for g in grads]
+        self.optimizer.apply_gradients(zip(grads, self.variables))
+        for accumulator in self.accumulators:
+            accumulator.assign(tf.zeros_like(accumulator))
+        if self.accumulators:
+            self.token_accumulator.assign(0.0)
+        return loss_sum, nll_sum, tokens
+
+    def _reduce(self, per_replica):
+        return [self.strategy.reduce(SUM, value, axis=None) for value in per_replica]
+
+    def _run_update(self, batch):
+        return self._reduce(self.strategy.run(self._replica_update, args=(batch,)))
+
+    def _run_accumulate(self, batch):
+        return self._reduce(self.strategy.run(self._replica_accumulate, args=(batch,)))
+
+    def distribute(self, batch):
+        """Splits a global batch {name: [B, L]} row-wise over the replicas."""
+        replicas = self.strategy.num_replicas_in_sync
+
+        def replica_rows(context):
+            index = context.replica_id_in_sync_group
+            rows = int(batch["targets"].shape[0])
+            start, end = index * rows // replicas, (index + 1) * rows // replicas
+            return {name: value[start:end] for name, value in batch.items()}
+
+        return self.strategy.experimental_distribute_values_from_function(replica_rows)
+
+    def step(self, micro_batches):
+        """One optimizer update over `accum_steps` global micro-batches.
+
+        Returns:
+          (summed smoothed loss, summed NLL, target tokens) as Python floats.
+        """
+        totals = [0.0, 0.0, 0.0]
+        for i, batch in enumerate(micro_batches):
+            fn = self._update_step if i == len(micro_batches) - 1 else self._accumulate_step
+            values = fn(self.distribute(batch))
+            totals = [t + float(v) for t, v in zip(totals, values)]
+        return tuple(totals)

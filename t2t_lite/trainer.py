@@ -1,0 +1,167 @@
+"""Training: MirroredStrategy, the paper's schedule, checkpoints, automatic resume.
+
+`train(problem, hparams, output_dir)` trains under `tf.distribute.MirroredStrategy`
+over every visible GPU (one device on a CPU machine) with Adam(0.9, 0.98, 1e-9)
+and the learning rate of equation 3 (section 5.3). A checkpoint is written every
+`save_checkpoints_steps` steps and every `save_checkpoints_minutes` minutes (the
+paper wrote one every 10 minutes), keeping the last `keep_checkpoint_max`. Each
+checkpoint holds the weights, the optimizer (its step, hence the learning rate,
+and its slots) and the position of the input pipeline, so a run that crashed
+or was killed resumes where its last checkpoint left it when started again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from typing import Callable
+
+import keras
+import tensorflow as tf
+
+from t2t_lite import data, run_dir
+from t2t_lite.model import Transformer
+from t2t_lite.schedules import TransformerSchedule, paper_learning_rate
+from t2t_lite.train_step import StepRunner
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainOptions:
+    """How to run training (not what to train: that is HParams)."""
+
+    train_steps: int | None = None  # None = hparams.train_steps.
+    save_checkpoints_steps: int = 1000
+    save_checkpoints_minutes: float = 10.0  # The paper: every 10 minutes.
+    keep_checkpoint_max: int = 20  # Enough to average the last 20 (big).
+    log_every_steps: int = 100
+    jit_compile: bool = False  # XLA for the training step.
+    seed: int = 1234
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainResult:
+    step: int
+    loss: float  # Mean smoothed loss per token over the last logging window.
+    tokens_per_second: float  # Target tokens (non-padding) per second, same window.
+    checkpoint: str | None
+
+
+def make_optimizer(hparams) -> keras.optimizers.Optimizer:
+    """Adam with the paper's betas, epsilon and equation-3 learning rate."""
+    schedule = TransformerSchedule(
+        hparams.d_model, hparams.warmup_steps, hparams.learning_rate_scale
+    )
+    optimizer = keras.optimizers.Adam(
+        learning_rate=schedule,
+        beta_1=hparams.adam_beta1,
+        beta_2=hparams.adam_beta2,
+        epsilon=hparams.adam_epsilon,
+    )
+    if hparams.mixed_precision:
+        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+    return optimizer
+
+
+def build_state(problem, hparams, strategy, seed=1234):
+    """Model and optimizer created (weights, slots) in the strategy's scope."""
+    keras.utils.set_random_seed(seed)
+    with strategy.scope():
+        model = Transformer.from_hparams(hparams, problem.vocab_size)
+        optimizer = make_optimizer(hparams)
+        optimizer.build(model.trainable_variables)
+    return model, optimizer
+
+
+class _Progress:
+    """Logs loss, learning rate and tokens/s to stdout and TensorBoard."""
+
+    def __init__(self, output_dir, total_steps, log: Callable[[str], None]):
+        self.writer = tf.summary.create_file_writer(os.path.join(output_dir, "train"))
+        self.total_steps = total_steps
+        self.log = log
+        self.reset()
+
+    def reset(self):
+        self.loss = self.nll = self.tokens = 0.0
+        self.start = time.time()
+
+    def add(self, loss_sum, nll_sum, tokens):
+        self.loss += loss_sum
+        self.nll += nll_sum
+        self.tokens += tokens
+
+    def flush(self, step, learning_rate):
+        elapsed = max(time.time() - self.start, 1e-9)
+        loss = self.loss / max(self.tokens, 1.0)
+        nll = self.nll / max(self.tokens, 1.0)
+        rate = self.tokens / elapsed
+        with self.writer.as_default(step=step):
+            tf.summary.scalar("loss", loss)
+            tf.summary.scalar("nll", nll)
+            tf.summary.scalar("learning_rate", learning_rate)
+            tf.summary.scalar("tokens_per_second", rate)
+        self.log(
+            f"step {step}/{self.total_steps}  loss {loss:.4f}  nll {nll:.4f}  "
+            f"lr {learning_rate:.3e}  {rate:,.0f} tok/s"
+        )
+        self.reset()
+        return loss, rate
+
+
+def train(problem, hparams, output_dir: str, data_dir: str | None = None,
+          options: TrainOptions = TrainOptions(), strategy=None,
+          log: Callable[[str], None] = print) -> TrainResult:
+    """Trains `problem` with `hparams`, resuming from `output_dir` if it holds a run.
+
+    Raises:
+      run_dir.RunDirError: `output_dir` holds a run of another problem or model.
+    """
+    run_dir.prepare_run(output_dir, hparams, problem.name, problem.vocab_size)
+    strategy = strategy or tf.distribute.MirroredStrategy()
+    replicas = strategy.num_replicas_in_sync
+    total_steps = options.train_steps or hparams.train_steps
+    model, optimizer = build_state(problem, hparams, strategy, options.seed)
+    batches = data.training_batches(
+        problem.examples("train", data_dir), hparams.batch_size, hparams.max_length,
+        num_replicas=replicas, seed=options.seed,
+    )
+    iterator = iter(batches)
+    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, data=iterator)
+    manager = tf.train.CheckpointManager(
+        checkpoint, output_dir, max_to_keep=options.keep_checkpoint_max,
+        checkpoint_name="ckpt", step_counter=optimizer.iterations,
+    )
+    if manager.latest_checkpoint:
+        checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
+        log(f"resumed from {manager.latest_checkpoint} at step {int(optimizer.iterations.numpy())}")
+    runner = StepRunner(model, optimizer, strategy, hparams.label_smoothing,
+                        hparams.accum_steps, options.jit_compile)
+    log(f"training {problem.name} with {model.count_params():,} parameters on "
+        f"{replicas} replica(s), {total_steps} steps")
+    progress = _Progress(output_dir, total_steps, log)
+    step = int(optimizer.iterations.numpy())
+    last_save = time.time()
+    loss = rate = float("nan")
+    try:
+        while step < total_steps:
+            micro = [next(iterator) for _ in range(hparams.accum_steps)]
+            progress.add(*runner.step(micro))
+            step = int(optimizer.iterations.numpy())
+            if step % options.log_every_steps == 0 or step == total_steps:
+                lr = float(paper_learning_rate(step, hparams.d_model, hparams.warmup_steps,
+                                               hparams.learning_rate_scale))
+                loss, rate = progress.flush(step, lr)
+            minutes = (time.time() - last_save) / 60.0
+            if step % options.save_checkpoints_steps == 0 or \
+                    minutes >= options.save_checkpoints_minutes:
+                manager.save(checkpoint_number=step)
+                last_save = time.time()
+    except KeyboardInterrupt:
+        log(f"interrupted at step {step}: saving a checkpoint")
+        manager.save(checkpoint_number=step)
+        raise
+    if manager.latest_checkpoint is None or \
+            not manager.latest_checkpoint.endswith(f"-{step}"):
+        manager.save(checkpoint_number=step)
+    return TrainResult(step, loss, rate, manager.latest_checkpoint)
