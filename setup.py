@@ -32,6 +32,7 @@ setup(
         "tensorflow-text==2.21.*",
         "tensorboard>=2.20",
         "tensorflow-datasets>=4.9",
+        "importlib_resources",  # tensorflow-datasets 4.9 imports it on every Python (its #11212).
         "sacrebleu>=2.4,<3",
         "sentencepiece>=0.2",
         "numpy",
@@ -41,6 +42,7 @@ setup(
         "console_scripts": [
             "t2t_lite-trainer=t2t_lite.bin.trainer:main",
             "t2t_lite-decoder=t2t_lite.bin.decoder:main",
+            "t2t_lite-datagen=t2t_lite.bin.datagen:main",
             "t2t_lite-bleu=t2t_lite.metrics.bleu:main",
         ],
     },

@@ -18,7 +18,7 @@ import zlib
 import numpy as np
 import tensorflow as tf
 
-from t2t_lite.problems.base import EOS_ID, Problem
+from t2t_lite.problems.base import EOS_ID, Problem, ProblemError
 from t2t_lite.registry import register_problem
 
 _FIRST_SYMBOL_ID = 2  # 0 = pad, 1 = EOS.
@@ -97,7 +97,7 @@ class AlgorithmicProblem(Problem):
         ids = []
         for token in text.split():
             if not token.isdigit() or int(token) >= self.num_symbols:
-                raise ValueError(
+                raise ProblemError(
                     f"{self.name}: {token!r} is not a symbol; write space-separated "
                     f"integers in 0..{self.num_symbols - 1}"
                 )

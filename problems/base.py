@@ -31,6 +31,9 @@ class Problem:
         """Size of the shared vocabulary, reserved ids included."""
         raise NotImplementedError(f"{type(self).__name__} must define vocab_size")
 
+    def set_data_dir(self, data_dir: str | None) -> None:
+        """Tells the problem where t2t_lite-datagen wrote its data (no-op by default)."""
+
     def examples(self, split: str, data_dir: str | None = None) -> tf.data.Dataset:
         """Unbatched `{"inputs", "targets"}` int32 examples of `split`."""
         raise NotImplementedError(f"{type(self).__name__} must define examples()")

@@ -93,6 +93,10 @@ class Transformer(keras.Model):
         self.decoder_layers = [
             DecoderLayer(name=f"decoder_layer_{i}", **layer_args) for i in range(num_layers)
         ]
+        # tf.train.Checkpoint does not look inside Keras' tracked lists: make each
+        # layer an attribute too, so checkpoints hold `model/encoder_layer_0/...`.
+        for layer in self.encoder_layers + self.decoder_layers:
+            setattr(self, layer.name, layer)
         self.source_dropout = keras.layers.Dropout(dropout_rate, dtype=dtype)
         self.target_dropout = keras.layers.Dropout(dropout_rate, dtype=dtype)
         if normalize_before:  # Pre-norm stacks end with a LayerNorm.

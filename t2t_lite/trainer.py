@@ -21,6 +21,7 @@ import keras
 import tensorflow as tf
 
 from t2t_lite import data, run_dir
+from t2t_lite.checkpoints import model_weights
 from t2t_lite.model import Transformer
 from t2t_lite.schedules import TransformerSchedule, paper_learning_rate
 from t2t_lite.train_step import StepRunner
@@ -117,7 +118,8 @@ def train(problem, hparams, output_dir: str, data_dir: str | None = None,
     Raises:
       run_dir.RunDirError: `output_dir` holds a run of another problem or model.
     """
-    run_dir.prepare_run(output_dir, hparams, problem.name, problem.vocab_size)
+    problem.set_data_dir(data_dir)
+    run_dir.prepare_run(output_dir, hparams, problem.name, problem.vocab_size, data_dir)
     strategy = strategy or tf.distribute.MirroredStrategy()
     replicas = strategy.num_replicas_in_sync
     total_steps = options.train_steps or hparams.train_steps
@@ -127,7 +129,8 @@ def train(problem, hparams, output_dir: str, data_dir: str | None = None,
         num_replicas=replicas, seed=options.seed,
     )
     iterator = iter(batches)
-    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, data=iterator)
+    checkpoint = tf.train.Checkpoint(
+        model=model_weights(model), optimizer=optimizer, data=iterator)
     manager = tf.train.CheckpointManager(
         checkpoint, output_dir, max_to_keep=options.keep_checkpoint_max,
         checkpoint_name="ckpt", step_counter=optimizer.iterations,

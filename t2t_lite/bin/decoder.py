@@ -1,0 +1,99 @@
+"""t2t_lite-decoder: decode a problem's test split, a file, or stdin.
+
+    t2t_lite-decoder --output_dir=O                       # the problem's test split
+    t2t_lite-decoder --output_dir=O --decode_from_file=in.txt --decode_to_file=out.txt
+    echo "3 1 4" | t2t_lite-decoder --output_dir=O --decode_interactive
+
+The problem, model and default beam size / alpha / extra_length come from the
+hparams the trainer saved in --output_dir.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from t2t_lite.bin import common
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(prog="t2t_lite-decoder", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--output_dir", required=True, help="the trainer's output_dir")
+    parser.add_argument("--checkpoint", default=None, help="e.g. ckpt-1200 (default newest)")
+    parser.add_argument("--data_dir", default=None)
+    parser.add_argument("--decode_split", default="test", help="split decoded by default")
+    parser.add_argument("--decode_from_file", default=None)
+    parser.add_argument("--decode_to_file", default=None)
+    parser.add_argument("--decode_interactive", action="store_true")
+    parser.add_argument("--beam_size", type=int, default=None)
+    parser.add_argument("--alpha", type=float, default=None)
+    parser.add_argument("--extra_length", type=int, default=None)
+    parser.add_argument("--return_beams", action="store_true")
+    parser.add_argument("--batch_size", type=int, default=64, help="sentences per batch")
+    parser.add_argument("--show", type=int, default=5, help="examples to print")
+    return parser.parse_args(argv)
+
+
+def _decode_split(args, problem, model, options):
+    from t2t_lite import decoding
+
+    start = time.time()
+    report = decoding.decode_split(problem, model, args.decode_split, options, args.data_dir)
+    seconds = time.time() - start
+    for source, hyp, ref in list(zip(report.sources, report.hypotheses, report.references))[
+            :args.show]:
+        print(f"  {source}  ->  {hyp}   (reference: {ref})")
+    n = len(report.hypotheses)
+    correct = round(report.exact_match * n)
+    search = "greedy" if options.beam_size == 1 else f"beam {options.beam_size}"
+    print(f"exact-sequence accuracy on {args.decode_split}: {100 * report.exact_match:.2f}% "
+          f"({correct}/{n}), {search}, {seconds:.1f} s")
+
+
+def _decode_lines(args, problem, model, hparams, options):
+    from t2t_lite import decoding, run_dir
+
+    warn = lambda message: print(f"warning: {message}", file=sys.stderr)  # noqa: E731
+    if args.decode_interactive:
+        lines = sys.stdin.read().splitlines()
+    else:
+        with open(args.decode_from_file, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    results = decoding.decode_lines(problem, model, lines, options, hparams.max_length, warn)
+    if args.return_beams:
+        text = "\n".join("\t".join(f"{t}\t{s:.4f}" for t, s in beams) for beams in results)
+    else:
+        text = "\n".join(beams[0][0] for beams in results)
+    if args.decode_to_file:
+        run_dir.atomic_write_text(args.decode_to_file, text + "\n" if results else "")
+        print(f"wrote {len(results)} lines to {args.decode_to_file}", file=sys.stderr)
+    else:
+        print(text)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+
+    def run():
+        from t2t_lite import checkpoints, decoding, registry
+
+        model, hparams, info, path = checkpoints.load_model(args.output_dir, args.checkpoint)
+        problem = registry.problem(info["problem"])
+        problem.set_data_dir(args.data_dir or info.get("data_dir"))
+        options = decoding.DecodeOptions.from_hparams(
+            hparams, beam_size=args.beam_size, alpha=args.alpha,
+            extra_length=args.extra_length, batch_size=args.batch_size,
+            return_beams=args.return_beams or None)
+        print(f"decoding with {path}", file=sys.stderr)
+        if args.decode_from_file or args.decode_interactive:
+            _decode_lines(args, problem, model, hparams, options)
+        else:
+            _decode_split(args, problem, model, options)
+
+    return common.run("t2t_lite-decoder", run)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,63 @@
+"""t2t_lite-trainer: train a registered problem with a registered hparams set.
+
+    t2t_lite-trainer --problem=wmt_ende --hparams=big --data_dir=D --output_dir=O
+    t2t_lite-trainer --problem=algorithmic_reverse --hparams=tiny --output_dir=O \
+        --hparams_overrides=dropout_rate=0.0 --train_steps=1400
+
+Starting it again with the same --output_dir resumes from the newest checkpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from t2t_lite.bin import common
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(prog="t2t_lite-trainer", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--problem", required=True, help="registered problem name")
+    parser.add_argument("--hparams", default="base", help="registered hparams set")
+    parser.add_argument("--hparams_overrides", default="",
+                        help='e.g. "dropout_rate=0.3,num_layers=4" (typed, checked)')
+    parser.add_argument("--output_dir", required=True, help="checkpoints and logs")
+    parser.add_argument("--data_dir", default=None, help="t2t_lite-datagen output")
+    parser.add_argument("--train_steps", type=int, default=None,
+                        help="optimizer steps (default: the hparams' train_steps)")
+    parser.add_argument("--save_checkpoints_steps", type=int, default=1000)
+    parser.add_argument("--save_checkpoints_minutes", type=float, default=10.0)
+    parser.add_argument("--keep_checkpoint_max", type=int, default=20)
+    parser.add_argument("--log_every_steps", type=int, default=100)
+    parser.add_argument("--jit", action="store_true", help="compile the step with XLA")
+    parser.add_argument("--seed", type=int, default=1234)
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+
+    def run():
+        from t2t_lite import registry, trainer
+
+        problem = registry.problem(args.problem)
+        hparams = registry.hparams(args.hparams).override(args.hparams_overrides)
+        options = trainer.TrainOptions(
+            train_steps=args.train_steps,
+            save_checkpoints_steps=args.save_checkpoints_steps,
+            save_checkpoints_minutes=args.save_checkpoints_minutes,
+            keep_checkpoint_max=args.keep_checkpoint_max,
+            log_every_steps=args.log_every_steps,
+            jit_compile=args.jit,
+            seed=args.seed,
+        )
+        result = trainer.train(problem, hparams, args.output_dir, args.data_dir, options,
+                               log=lambda line: print(line, flush=True))
+        print(f"done: step {result.step}, checkpoint {result.checkpoint}")
+
+    return common.run("t2t_lite-trainer", run)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

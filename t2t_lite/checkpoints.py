@@ -1,0 +1,113 @@
+"""Finding and loading checkpoints written by the trainer.
+
+A checkpoint is named by its step (`ckpt-1200`), by a path, or left out for the
+newest. Loading rebuilds the model from the hparams saved beside the
+checkpoints, so every tool gets the model that was trained.
+"""
+
+from __future__ import annotations
+
+import os
+
+import tensorflow as tf
+
+from t2t_lite import run_dir
+from t2t_lite.model import Transformer
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be found or read; the message says what to do."""
+
+
+def checkpoint_path(output_dir: str, checkpoint: str | None = None) -> str:
+    """The checkpoint prefix to load: the newest one, or the one named.
+
+    Args:
+      output_dir: the trainer's output directory.
+      checkpoint: None (newest), a name such as "ckpt-1200", or a path prefix.
+    """
+    if checkpoint is None:
+        path = tf.train.latest_checkpoint(output_dir)
+        if path is None:
+            raise CheckpointError(
+                f"no checkpoint in {output_dir}; train first with t2t_lite-trainer "
+                f"--output_dir={output_dir}"
+            )
+        return path
+    candidates = [checkpoint, os.path.join(output_dir, checkpoint)]
+    for path in candidates:
+        if os.path.exists(path + ".index"):
+            return path
+    if os.path.isdir(os.path.join(output_dir, checkpoint)):
+        path = tf.train.latest_checkpoint(os.path.join(output_dir, checkpoint))
+        if path:
+            return path
+    raise CheckpointError(
+        f"checkpoint {checkpoint!r} not found in {output_dir}; "
+        f"available: {', '.join(list_checkpoints(output_dir)) or 'none'}"
+    )
+
+
+def model_weights(model) -> tf.Module:
+    """A flat trackable holding every model weight under its Keras path.
+
+    Checkpoints store the model as `model/<path>` (e.g.
+    `model/encoder_layer_0-self_attention-query-kernel`), one level below the
+    root, so the names are stable, readable, and found before the optimizer's
+    references to the same variables.
+    """
+    weights = tf.Module(name="model_weights")
+    for name, weight in _named_weights(model).items():
+        setattr(weights, name, weight)
+    return weights
+
+
+def _named_weights(model) -> dict[str, object]:
+    """Weight name relative to the model ("-" for "/") -> the weight."""
+    prefix = model.name + "/"
+    named = {}
+    for weight in model.weights:
+        path = weight.path[len(prefix):] if weight.path.startswith(prefix) else weight.path
+        named[path.replace("/", "-")] = weight
+    return named
+
+
+def weight_keys(model) -> dict[str, object]:
+    """Checkpoint key of every model weight -> the weight."""
+    return {f"model/{name}/.ATTRIBUTES/VARIABLE_VALUE": weight
+            for name, weight in _named_weights(model).items()}
+
+
+def list_checkpoints(output_dir: str) -> list[str]:
+    """Names of the checkpoints the trainer keeps, oldest first."""
+    state = tf.train.get_checkpoint_state(output_dir)
+    if state is None:
+        return []
+    return [os.path.basename(p) for p in state.all_model_checkpoint_paths]
+
+
+def load_model(output_dir: str, checkpoint: str | None = None):
+    """Rebuilds the trained model and restores its weights.
+
+    Returns:
+      (model, hparams, {"problem": name, "vocab_size": V}, checkpoint path).
+    """
+    hparams, info = run_dir.read_run(output_dir)
+    path = checkpoint_path(output_dir, checkpoint)
+    model = Transformer.from_hparams(hparams, info["vocab_size"])
+    try:
+        saved = dict(tf.train.list_variables(path))
+        for key, weight in weight_keys(model).items():
+            if key not in saved:
+                raise ValueError(f"it has no weight {key}: the hparams in {output_dir} "
+                                 "describe another model")
+            if tuple(saved[key]) != tuple(weight.shape):
+                raise ValueError(f"{key} has shape {saved[key]}, the model expects "
+                                 f"{tuple(weight.shape)}")
+        tf.train.Checkpoint(model=model_weights(model)).read(path).expect_partial()
+    except (tf.errors.OpError, ValueError) as e:
+        first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise CheckpointError(
+            f"cannot read checkpoint {path}: {first_line}; pick another with --checkpoint"
+        ) from None
+    return model, hparams, info, path

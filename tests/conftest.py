@@ -1,0 +1,32 @@
+"""Test setup: TensorFlow backend, two logical CPU devices, shared fixtures."""
+
+import os
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import pytest  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+# Two logical CPU devices, so MirroredStrategy can run two replicas on a CPU
+# machine (OpenNMT-tf's run_with_two_cpu_devices). Must happen before TF starts.
+_cpus = tf.config.list_physical_devices("CPU")
+tf.config.set_logical_device_configuration(
+    _cpus[0], [tf.config.LogicalDeviceConfiguration()] * 2
+)
+
+SHARED = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
+
+
+@pytest.fixture
+def tiny_hparams():
+    from t2t_lite import registry
+
+    return registry.hparams("tiny").override(
+        "dropout_rate=0.0,num_layers=1,d_model=32,d_ff=64,num_heads=2,batch_size=256"
+    )
+
+
+@pytest.fixture
+def one_device():
+    return tf.distribute.MirroredStrategy(["/cpu:0"])

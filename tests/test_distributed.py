@@ -1,0 +1,70 @@
+"""MirroredStrategy: two replicas == one replica on the same global batch.
+
+Also: accumulating two micro-batches == one step on both (gradient accumulation).
+The two logical CPU devices come from conftest.py.
+"""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from t2t_lite import registry
+from t2t_lite.train_step import StepRunner
+from t2t_lite.trainer import build_state
+
+
+def _global_batch():
+    rng = np.random.default_rng(0)
+    inputs = rng.integers(2, 12, (6, 9)).astype(np.int32)
+    targets = rng.integers(2, 12, (6, 9)).astype(np.int32)
+    inputs[0, 5:] = targets[1, 3:] = targets[4, 7:] = 0  # Uneven token counts.
+    return {"inputs": tf.constant(inputs), "targets": tf.constant(targets)}
+
+
+def _run(hparams, devices, micro_batches, weights=None):
+    problem = registry.problem("algorithmic_reverse")
+    strategy = tf.distribute.MirroredStrategy(devices)
+    model, optimizer = build_state(problem, hparams, strategy, seed=7)
+    if weights is not None:
+        for variable, value in zip(model.weights, weights):
+            variable.assign(value)
+    initial = [np.array(w) for w in model.weights]
+    runner = StepRunner(model, optimizer, strategy, hparams.label_smoothing,
+                        accum_steps=len(micro_batches))
+    loss_sum, nll_sum, tokens = runner.step(micro_batches)
+    return initial, [np.array(w) for w in model.weights], loss_sum / tokens, tokens
+
+
+@pytest.fixture
+def hparams(tiny_hparams):
+    return tiny_hparams.override("warmup_steps=1")  # A large first step: differences show.
+
+
+def _assert_same_update(reference, other):
+    _, ref_weights, ref_loss, ref_tokens = reference
+    _, weights, loss, tokens = other
+    assert tokens == ref_tokens
+    assert loss == pytest.approx(ref_loss, rel=1e-6)
+    for a, b in zip(ref_weights, weights):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_two_replicas_equal_one(hparams):
+    batch = _global_batch()
+    one = _run(hparams, ["/cpu:0"], [batch])
+    two = _run(hparams, ["/cpu:0", "/cpu:1"], [batch], weights=one[0])
+    moved = max(np.abs(a - b).max() for a, b in zip(one[0], one[1]))
+    assert moved > 1e-4  # The step did change the weights.
+    _assert_same_update(one, two)
+
+
+def test_accumulation_equals_one_big_step(hparams):
+    batch = _global_batch()
+    one = _run(hparams, ["/cpu:0"], [batch])
+    halves = [{k: v[:2] for k, v in batch.items()}, {k: v[2:] for k, v in batch.items()}]
+    accumulated = _run(hparams.override("accum_steps=2"), ["/cpu:0"], halves, weights=one[0])
+    _assert_same_update(one, accumulated)
+    # And with two replicas accumulating.
+    both = _run(hparams.override("accum_steps=2"), ["/cpu:0", "/cpu:1"], halves,
+                weights=one[0])
+    _assert_same_update(one, both)

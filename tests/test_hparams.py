@@ -1,0 +1,108 @@
+"""Hparams sets, overrides and the registry (DESIGN.md conventions 2 and 8)."""
+
+import dataclasses
+
+import pytest
+
+from t2t_lite import registry
+from t2t_lite.hparams import HParams, HParamsError, parse_overrides
+
+
+def test_base_is_the_paper():
+    h = registry.hparams("base")
+    assert (h.num_layers, h.d_model, h.d_ff, h.num_heads) == (6, 512, 2048, 8)
+    assert (h.key_dim, h.value_dim) == (64, 64)
+    assert h.dropout_rate == 0.1 and h.label_smoothing == 0.1
+    assert (h.adam_beta1, h.adam_beta2, h.adam_epsilon) == (0.9, 0.98, 1e-9)
+    assert h.warmup_steps == 4000 and h.train_steps == 100_000
+    assert h.shared_embedding and not h.normalize_before
+    assert h.positional_encoding == "sinusoid"
+    assert (h.beam_size, h.alpha, h.extra_length) == (4, 0.6, 50)
+
+
+def test_big_parsing_tiny():
+    big = registry.hparams("big")
+    assert (big.d_model, big.d_ff, big.num_heads, big.num_layers) == (1024, 4096, 16, 6)
+    assert big.dropout_rate == 0.3 and big.train_steps == 300_000 and big.key_dim == 64
+    parsing = registry.hparams("parsing")
+    assert (parsing.num_layers, parsing.d_model, parsing.d_ff, parsing.num_heads) == (
+        4, 1024, 2048, 8)
+    assert parsing.dropout_rate == 0.2 and parsing.max_length == 512
+    assert (parsing.beam_size, parsing.alpha, parsing.extra_length) == (21, 0.3, 300)
+    tiny = registry.hparams("tiny")
+    assert (tiny.num_layers, tiny.d_model, tiny.d_ff, tiny.num_heads) == (2, 128, 512, 4)
+
+
+@pytest.mark.parametrize("name, field, value, key_dim, value_dim", [
+    ("base_a_h1", "num_heads", 1, 512, 512),
+    ("base_a_h4", "num_heads", 4, 128, 128),
+    ("base_a_h16", "num_heads", 16, 32, 32),
+    ("base_a_h32", "num_heads", 32, 16, 16),
+    ("base_b_dk16", "d_k", 16, 16, 64),
+    ("base_b_dk32", "d_k", 32, 32, 64),
+    ("base_c_n2", "num_layers", 2, 64, 64),
+    ("base_c_n8", "num_layers", 8, 64, 64),
+    ("base_c_d256", "d_model", 256, 32, 32),
+    ("base_c_d1024", "d_model", 1024, 128, 128),
+    ("base_c_ff4096", "d_ff", 4096, 64, 64),
+    ("base_d_drop02", "dropout_rate", 0.2, 64, 64),
+    ("base_d_ls0", "label_smoothing", 0.0, 64, 64),
+    ("base_e_learned_pe", "positional_encoding", "learned", 64, 64),
+])
+def test_table3_rows(name, field, value, key_dim, value_dim):
+    h = registry.hparams(name)
+    assert getattr(h, field) == value
+    assert (h.key_dim, h.value_dim) == (key_dim, value_dim)
+    # Everything else is the base row.
+    base = dataclasses.asdict(registry.hparams("base"))
+    changed = {k for k, v in dataclasses.asdict(h).items() if base[k] != v}
+    assert changed == {field}
+
+
+def test_sets_are_frozen_and_fresh():
+    h = registry.hparams("base")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        h.d_model = 8
+    assert registry.hparams("base") == HParams()
+
+
+def test_overrides_are_typed():
+    h = registry.hparams("base").override("dropout_rate=0.3, num_layers=4,normalize_before=true")
+    assert h.dropout_rate == 0.3 and h.num_layers == 4 and h.normalize_before is True
+    assert isinstance(h.num_layers, int)
+    assert parse_overrides("d_k=None") == {"d_k": None}
+    assert parse_overrides("d_k=16") == {"d_k": 16}
+    assert parse_overrides("") == {}
+
+
+@pytest.mark.parametrize("text, message", [
+    ("dropout_rat=0.3", "unknown hparam 'dropout_rat' (did you mean dropout_rate?)"),
+    ("num_layers=four", "bad value for num_layers: 'four' is not a int"),
+    ("num_layers", "malformed override 'num_layers'"),
+    ("normalize_before=maybe", "bad value for normalize_before"),
+    ("dropout_rate=1.5", "dropout_rate must be in [0, 1)"),
+    ("num_heads=7", "not divisible by num_heads=7"),
+])
+def test_bad_overrides(text, message):
+    with pytest.raises(HParamsError, match=None) as info:
+        registry.hparams("base").override(text)
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_json_round_trip_and_shaping_diff():
+    h = registry.hparams("big")
+    assert HParams.from_json(h.to_json()) == h
+    other = h.override("dropout_rate=0.1,num_layers=4")
+    assert other.model_shaping_diff(h) == ["num_layers: 6 -> 4"]
+
+
+def test_unknown_names_list_known_ones():
+    with pytest.raises(registry.RegistryError) as info:
+        registry.hparams("bigg")
+    message = str(info.value)
+    assert "Did you mean 'big'?" in message and "base_e_learned_pe" in message
+    with pytest.raises(registry.RegistryError) as info:
+        registry.problem("algorithmic_revers")
+    assert "'algorithmic_reverse'" in str(info.value)
+    assert "algorithmic_copy" in str(info.value)

@@ -1,0 +1,154 @@
+"""The model: paper-exact pieces, parameter counts, masks, cached decoding."""
+
+import math
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from t2t_lite import checkpoints, registry, trainer
+from t2t_lite.layers.attention import MultiHeadAttention
+from t2t_lite.layers.decoder import DecoderLayer
+from t2t_lite.layers.encoder import EncoderLayer
+from t2t_lite.layers.positional_encoding import SinusoidalPositionalEncoding, sinusoid
+from t2t_lite.model import Transformer
+
+
+def test_positional_encoding_golden_values():
+    # d_model = 4: PE(pos, 0) = sin(pos), PE(pos, 1) = cos(pos),
+    # PE(pos, 2) = sin(pos / 100), PE(pos, 3) = cos(pos / 100).
+    pe = np.array(sinusoid(np.arange(4), 4))
+    np.testing.assert_allclose(pe[0], [0.0, 1.0, 0.0, 1.0], atol=1e-6)
+    np.testing.assert_allclose(pe[3], [0.14112001, -0.9899925, 0.0299955, 0.99955003], atol=1e-6)
+    # d_model = 512, position 10, i = 100: sin(10 / 10000^(200/512)) = sin(0.2738...)
+    big = np.array(sinusoid(np.arange(11), 512))
+    assert big[10, 200] == pytest.approx(math.sin(10 / 10000 ** (200 / 512)), abs=1e-6)
+    assert big[10, 201] == pytest.approx(math.cos(10 / 10000 ** (200 / 512)), abs=1e-6)
+
+
+def test_positional_encoding_start_index():
+    layer = SinusoidalPositionalEncoding(8)
+    full = np.array(layer(np.zeros((1, 6, 8))))
+    step = np.array(layer(np.zeros((1, 1, 8)), start_index=4))
+    np.testing.assert_allclose(step[0], full[4], atol=1e-6)
+
+
+def closed_form_parameters(vocab, n, d, d_ff, h, d_k=None, d_v=None):
+    """Independent count: shared embedding + N encoder + N decoder layers."""
+    d_k = d_k or d // h
+    d_v = d_v or d // h
+    attention = d * h * d_k * 2 + h * d_k * 2 + d * h * d_v + h * d_v + h * d_v * d + d
+    ffn = d * d_ff + d_ff + d_ff * d + d
+    layer_norm = 2 * d
+    encoder = attention + ffn + 2 * layer_norm
+    decoder = 2 * attention + ffn + 3 * layer_norm
+    return vocab * d + n * (encoder + decoder)
+
+
+@pytest.mark.parametrize("name, expected, paper", [
+    ("base", 63_082_496, 65e6),
+    ("big", 214_245_376, 213e6),
+])
+def test_parameter_counts(name, expected, paper):
+    h = registry.hparams(name)
+    count = closed_form_parameters(37000, h.num_layers, h.d_model, h.d_ff, h.num_heads)
+    assert count == expected
+    model = Transformer.from_hparams(h, 37000)
+    assert model.count_params() == expected
+    assert abs(expected - paper) / paper < 0.04  # Within 4% of the paper's figure.
+
+
+def test_table3_row_b_parameters():
+    h = registry.hparams("base_b_dk16")
+    model = Transformer.from_hparams(h, 37000)
+    assert model.count_params() == closed_form_parameters(37000, 6, 512, 2048, 8, d_k=16)
+
+
+def test_one_shared_embedding_matrix(tiny_hparams):
+    model = Transformer.from_hparams(tiny_hparams, 20)
+    assert model.source_embedding is model.target_embedding is model.softmax_embedding
+    names = [w.path for w in model.weights if "embedding" in w.path]
+    assert len(names) == 1
+    # Embedding = E[id] * sqrt(d_model); logits = x E^T.
+    table = np.array(model.target_embedding.embeddings)
+    emb = np.array(model.target_embedding(np.array([[3]])))
+    np.testing.assert_allclose(emb[0, 0], table[3] * math.sqrt(32), rtol=1e-6)
+    x = np.random.default_rng(0).normal(size=(1, 2, 32)).astype(np.float32)
+    np.testing.assert_allclose(
+        np.array(model.softmax_embedding.project(x)), x @ table.T, rtol=1e-5, atol=1e-5)
+
+
+def _random_batch(rng, vocab=20):
+    inputs = rng.integers(2, vocab, (3, 7)).astype(np.int32)
+    inputs[1, 4:] = 0
+    inputs[2, 6:] = 0
+    targets = rng.integers(2, vocab, (3, 6)).astype(np.int32)
+    targets[0, 5:] = 0
+    return inputs, targets
+
+
+@pytest.mark.parametrize("overrides", ["", "normalize_before=true",
+                                       "positional_encoding=learned,d_k=8,d_v=24"])
+def test_cached_decoding_equals_full_forward(tiny_hparams, overrides):
+    model = Transformer.from_hparams(tiny_hparams.override(overrides), 20)
+    inputs, targets = _random_batch(np.random.default_rng(1))
+    full = np.array(model({"inputs": inputs, "targets": targets}))
+    encoder_output, mask = model.encode(inputs)
+    cache = model.init_cache(encoder_output, mask, 6)
+    previous = np.zeros(3, np.int32)
+    for i in range(6):
+        logits, cache = model.decode_step(previous, i, cache)
+        np.testing.assert_allclose(np.array(logits), full[:, i], atol=1e-4)
+        previous = targets[:, i]
+
+
+def test_no_future_leak_and_padding_ignored(tiny_hparams):
+    model = Transformer.from_hparams(tiny_hparams, 20)
+    inputs, targets = _random_batch(np.random.default_rng(2))
+    logits = np.array(model({"inputs": inputs, "targets": targets}))
+    changed = targets.copy()
+    changed[:, 3:] = 7  # Future targets change ...
+    again = np.array(model({"inputs": inputs, "targets": changed}))
+    np.testing.assert_allclose(again[:, :4], logits[:, :4], atol=1e-5)  # ... earlier logits don't.
+    padded = np.pad(inputs, [[0, 0], [0, 5]])  # More source padding changes nothing.
+    np.testing.assert_allclose(
+        np.array(model({"inputs": padded, "targets": targets})), logits, atol=1e-5)
+
+
+def test_post_norm_layer_structure():
+    # LayerNorm(x + Sublayer(x)): the output of every position has zero mean, unit variance.
+    layer = EncoderLayer(16, 32, 2, 8, 8, dropout_rate=0.0)
+    out = np.array(layer(np.random.default_rng(0).normal(size=(2, 5, 16)).astype(np.float32)))
+    np.testing.assert_allclose(out.mean(-1), 0.0, atol=1e-5)
+    np.testing.assert_allclose(out.std(-1), 1.0, atol=1e-2)
+
+
+@pytest.mark.parametrize("layer, args", [
+    (MultiHeadAttention, dict(num_heads=2, d_model=16, key_dim=4, value_dim=12)),
+    (EncoderLayer, dict(d_model=16, d_ff=32, num_heads=2, key_dim=8, value_dim=8)),
+    (DecoderLayer, dict(d_model=16, d_ff=32, num_heads=2, key_dim=8, value_dim=8,
+                        normalize_before=True)),
+])
+def test_layer_config_round_trip(layer, args):
+    instance = layer(**args)
+    again = layer.from_config(instance.get_config())
+    assert again.get_config() == instance.get_config()
+    again = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(instance))
+    assert type(again) is layer
+
+
+def test_checkpoint_holds_every_weight(tiny_hparams, tmp_path):
+    model = Transformer.from_hparams(tiny_hparams, 20)
+    optimizer = trainer.make_optimizer(tiny_hparams)
+    optimizer.build(model.trainable_variables)  # It references the same variables.
+    path = tf.train.Checkpoint(model=checkpoints.model_weights(model), optimizer=optimizer).save(
+        str(tmp_path / "ckpt"))
+    saved = {k for k, _ in tf.train.list_variables(path) if k.startswith("model/")}
+    assert saved == set(checkpoints.weight_keys(model))
+    assert "model/encoder_layer_0-self_attention-query-kernel/.ATTRIBUTES/" \
+        "VARIABLE_VALUE" in saved
+    other = Transformer.from_hparams(tiny_hparams, 20)
+    tf.train.Checkpoint(model=checkpoints.model_weights(other)).read(path).expect_partial()
+    for a, b in zip(model.weights, other.weights):
+        np.testing.assert_array_equal(np.array(a), np.array(b))

@@ -1,0 +1,127 @@
+"""Training: loss falls, resume is exact, a SIGKILL never leaves a bad checkpoint."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from t2t_lite import checkpoints, registry, trainer
+from t2t_lite.bin import trainer as trainer_cli
+from t2t_lite.run_dir import RunDirError
+from t2t_lite.schedules import paper_learning_rate
+
+TINY = "dropout_rate=0.0,num_layers=1,d_model=32,d_ff=64,num_heads=2,batch_size=256"
+
+
+def _train(hparams, output_dir, steps, **options):
+    options.setdefault("log_every_steps", 5)
+    options.setdefault("save_checkpoints_steps", 1000)
+    lines = []
+    result = trainer.train(
+        registry.problem("algorithmic_reverse"), hparams, str(output_dir),
+        options=trainer.TrainOptions(train_steps=steps, **options),
+        strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=lines.append)
+    return result, lines
+
+
+def _weights(output_dir):
+    model, *_ = checkpoints.load_model(str(output_dir))
+    return [np.array(w) for w in model.weights]
+
+
+def test_loss_falls_and_resume_is_exact(tiny_hparams, tmp_path):
+    straight, lines = _train(tiny_hparams, tmp_path / "a", 40, log_every_steps=10)
+    losses = [float(line.split("loss ")[1].split()[0]) for line in lines if "loss" in line]
+    assert len(losses) == 4 and losses[-1] < losses[0] - 0.3
+    assert "tok/s" in lines[-1]
+
+    _train(tiny_hparams, tmp_path / "b", 25)
+    resumed, lines = _train(tiny_hparams, tmp_path / "b", 40)
+    assert any("resumed from" in line and "at step 25" in line for line in lines)
+    assert resumed.step == 40
+    # Same step, learning rate, Adam slots and data order: the same weights.
+    for a, b in zip(_weights(tmp_path / "a"), _weights(tmp_path / "b")):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_checkpoints_every_n_steps_keep_last_k(tiny_hparams, tmp_path):
+    _train(tiny_hparams, tmp_path, 12, save_checkpoints_steps=3, keep_checkpoint_max=2)
+    assert checkpoints.list_checkpoints(str(tmp_path)) == ["ckpt-9", "ckpt-12"]
+    assert os.path.exists(tmp_path / "hparams.json")
+    assert os.listdir(tmp_path / "train")  # TensorBoard events.
+
+
+def test_incompatible_output_dir_is_refused(tiny_hparams, tmp_path):
+    _train(tiny_hparams, tmp_path, 2)
+    with pytest.raises(RunDirError, match="num_layers: 1 -> 2"):
+        _train(tiny_hparams.override("num_layers=2"), tmp_path, 4)
+    # Non-shaping hparams may change on resume (as in tensor2tensor).
+    _train(tiny_hparams.override("dropout_rate=0.2"), tmp_path, 4)
+
+
+def _cli(*args):
+    return [sys.executable, "-m", "t2t_lite.bin.trainer", "--problem=algorithmic_reverse",
+            "--hparams=tiny", f"--hparams_overrides={TINY}", *args]
+
+
+def test_sigkill_then_resume(tmp_path):
+    out = str(tmp_path)
+    process = subprocess.Popen(
+        _cli(f"--output_dir={out}", "--train_steps=100000", "--save_checkpoints_steps=4",
+             "--log_every_steps=1000"),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while time.time() < deadline and len(checkpoints.list_checkpoints(out)) < 3:
+        time.sleep(0.2)
+    process.send_signal(signal.SIGKILL)  # Mid-run, possibly mid-write.
+    process.wait()
+    names = checkpoints.list_checkpoints(out)
+    assert len(names) >= 3
+    for name in names:  # Every checkpoint on disk is readable.
+        reader = tf.train.load_checkpoint(os.path.join(out, name))
+        step = int(name.split("-")[1])
+        assert reader.get_tensor("optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE") == step
+    last = int(names[-1].split("-")[1])
+    resumed = subprocess.run(
+        _cli(f"--output_dir={out}", f"--train_steps={last + 2}", "--log_every_steps=1"),
+        capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"at step {last}" in resumed.stdout
+    # The first step after the resume uses the learning rate of step last + 1.
+    h = registry.hparams("tiny")
+    expected = float(paper_learning_rate(last + 1, 32, h.warmup_steps))
+    line = [x for x in resumed.stdout.splitlines() if x.startswith(f"step {last + 1}/")][0]
+    assert float(line.split("lr ")[1].split()[0]) == pytest.approx(expected, rel=1e-3)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--problem=nope", "--hparams=tiny"], "unknown problem 'nope'"),
+    (["--problem=algorithmic_reverse", "--hparams=tinyy"], "Did you mean 'tiny'?"),
+    (["--problem=algorithmic_reverse", "--hparams=tiny", "--hparams_overrides=layers=2"],
+     "unknown hparam 'layers'"),
+    (["--problem=algorithmic_reverse", "--hparams=tiny", "--hparams_overrides=d_model"],
+     "malformed override"),
+    (["--problem=algorithmic_reverse", "--hparams=tiny", "--hparams_overrides=d_model=x"],
+     "bad value for d_model"),
+])
+def test_cli_errors_are_one_line(args, message, tmp_path, capsys):
+    code = trainer_cli.main(args + [f"--output_dir={tmp_path}"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert err.startswith("t2t_lite-trainer: error: ") and message in err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+def test_cli_incompatible_dir(tmp_path, capsys):
+    base = ["--problem=algorithmic_reverse", "--hparams=tiny", f"--output_dir={tmp_path}",
+            "--train_steps=1", f"--hparams_overrides={TINY}"]
+    assert trainer_cli.main(base) == 0
+    capsys.readouterr()
+    assert trainer_cli.main(base[:-1] + [f"--hparams_overrides={TINY},d_ff=128"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "d_ff: 64 -> 128" in err
