@@ -75,6 +75,8 @@ class HParams:
     # --- Data and batching (section 5.1) ---
     batch_size: int = 4096  # Tokens per replica per step (not sentences).
     max_length: int = 256  # Longer training examples are dropped (tensor2tensor).
+    min_length_bucket: int = 8  # First length-bucket boundary (tensor2tensor).
+    length_bucket_step: float = 1.1  # Each boundary is this times the previous one.
     accum_steps: int = 1  # Gradient accumulation: 8 emulates the paper's 8 GPUs.
     train_steps: int = 100_000
     mixed_precision: bool = False  # float16 compute; logits and loss stay float32.
@@ -101,10 +103,12 @@ class HParams:
                      "label_smoothing"):
             value = getattr(self, name)
             _check(0.0 <= value < 1.0, f"{name} must be in [0, 1), got {value}")
-        for name in ("warmup_steps", "batch_size", "max_length", "accum_steps",
+        for name in ("warmup_steps", "batch_size", "max_length", "min_length_bucket",
+                     "accum_steps",
                      "train_steps", "beam_size"):
             _check(getattr(self, name) >= 1, f"{name} must be >= 1")
         _check(self.extra_length >= 0, "extra_length must be >= 0")
+        _check(self.length_bucket_step > 1.0, "length_bucket_step must be > 1")
 
     @property
     def key_dim(self) -> int:

@@ -15,6 +15,9 @@ from t2t_lite import run_dir
 from t2t_lite.model import Transformer
 
 
+AVERAGED_DIR = "averaged"  # t2t_lite-avg-checkpoints writes OUTPUT_DIR/averaged/ckpt.
+
+
 class CheckpointError(ValueError):
     """A checkpoint that cannot be found or read; the message says what to do."""
 
@@ -38,10 +41,17 @@ def checkpoint_path(output_dir: str, checkpoint: str | None = None) -> str:
     for path in candidates:
         if os.path.exists(path + ".index"):
             return path
-    if os.path.isdir(os.path.join(output_dir, checkpoint)):
-        path = tf.train.latest_checkpoint(os.path.join(output_dir, checkpoint))
+    directory = os.path.join(output_dir, checkpoint)
+    if os.path.isdir(directory):
+        if os.path.exists(os.path.join(directory, "ckpt.index")):  # averaged/
+            return os.path.join(directory, "ckpt")
+        path = tf.train.latest_checkpoint(directory)
         if path:
             return path
+    if checkpoint == AVERAGED_DIR:
+        raise CheckpointError(
+            f"{directory} not found; write it with t2t_lite-avg-checkpoints "
+            f"--output_dir={output_dir}")
     raise CheckpointError(
         f"checkpoint {checkpoint!r} not found in {output_dir}; "
         f"available: {', '.join(list_checkpoints(output_dir)) or 'none'}"
@@ -97,7 +107,12 @@ def load_model(output_dir: str, checkpoint: str | None = None):
     model = Transformer.from_hparams(hparams, info["vocab_size"])
     try:
         saved = dict(tf.train.list_variables(path))
-        for key, weight in weight_keys(model).items():
+        expected = weight_keys(model)
+        extra = sorted(k for k in saved if k.startswith("model/") and k not in expected)
+        if extra:
+            raise ValueError(f"it has a weight the model lacks ({extra[0]}): the hparams "
+                             f"in {output_dir} describe another model")
+        for key, weight in expected.items():
             if key not in saved:
                 raise ValueError(f"it has no weight {key}: the hparams in {output_dir} "
                                  "describe another model")

@@ -36,7 +36,9 @@ def example_length(example) -> tf.Tensor:
 
 
 def batch_by_tokens(dataset: tf.data.Dataset, batch_size: int, max_length: int,
-                    num_replicas: int = 1, drop_long: bool = True) -> tf.data.Dataset:
+                    num_replicas: int = 1, drop_long: bool = True,
+                    min_length_bucket: int = 8, length_bucket_step: float = 1.1
+                    ) -> tf.data.Dataset:
     """Groups examples into batches of about `batch_size * num_replicas` tokens.
 
     Args:
@@ -55,7 +57,7 @@ def batch_by_tokens(dataset: tf.data.Dataset, batch_size: int, max_length: int,
             lambda ex: {k: v[:max_length] for k, v in ex.items()},
             num_parallel_calls=tf.data.AUTOTUNE,
         )
-    bounds = bucket_boundaries(max_length)
+    bounds = bucket_boundaries(max_length, min_length_bucket, length_bucket_step)
     tokens = batch_size * num_replicas
     # One batch size per bucket (len(bounds) + 1 buckets; the last is never used).
     sizes = [max(1, tokens // (b - 1)) for b in bounds] + [1]
@@ -68,9 +70,8 @@ def batch_by_tokens(dataset: tf.data.Dataset, batch_size: int, max_length: int,
     )
 
 
-def training_batches(dataset: tf.data.Dataset, batch_size: int, max_length: int,
-                     num_replicas: int = 1, seed: int = 1234,
-                     shuffle_buffer: int = 10_000) -> tf.data.Dataset:
+def training_batches(dataset: tf.data.Dataset, hparams, num_replicas: int = 1,
+                     seed: int = 1234, shuffle_buffer: int = 10_000) -> tf.data.Dataset:
     """The endless, shuffled, token-batched training stream.
 
     The order is a pure function of `seed`, and the iterator over it can be
@@ -78,5 +79,8 @@ def training_batches(dataset: tf.data.Dataset, batch_size: int, max_length: int,
     """
     dataset = dataset.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
     dataset = dataset.repeat()
-    dataset = batch_by_tokens(dataset, batch_size, max_length, num_replicas)
+    dataset = batch_by_tokens(
+        dataset, hparams.batch_size, hparams.max_length, num_replicas,
+        min_length_bucket=hparams.min_length_bucket,
+        length_bucket_step=hparams.length_bucket_step)
     return dataset.prefetch(2)

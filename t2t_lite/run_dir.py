@@ -57,7 +57,7 @@ def read_run(output_dir: str) -> tuple[HParams, dict]:
 
 
 def prepare_run(output_dir: str, hparams: HParams, problem_name: str,
-                vocab_size: int) -> None:
+                vocab_size: int, data_dir: str | None = None) -> None:
     """Checks `output_dir` against an earlier run there, then saves this one's hparams.
 
     Raises:
@@ -80,5 +80,7 @@ def prepare_run(output_dir: str, hparams: HParams, problem_name: str,
     atomic_write_text(os.path.join(output_dir, HPARAMS_FILE), hparams.to_json() + "\n")
     atomic_write_text(
         os.path.join(output_dir, PROBLEM_FILE),
-        json.dumps({"problem": problem_name, "vocab_size": vocab_size}, indent=2) + "\n",
+        json.dumps({"problem": problem_name, "vocab_size": vocab_size,
+                    "data_dir": os.path.abspath(data_dir) if data_dir else None},
+                   indent=2) + "\n",
     )

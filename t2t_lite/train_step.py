@@ -57,8 +57,12 @@ class StepRunner:
         wrap = (lambda fn: tf.function(fn, jit_compile=True)) if jit_compile else (lambda f: f)
         self._replica_update = wrap(self._update)
         self._replica_accumulate = wrap(self._accumulate)
-        self._update_step = tf.function(self._run_update, reduce_retracing=True)
-        self._accumulate_step = tf.function(self._run_accumulate, reduce_retracing=True)
+        # One trace for every batch shape: the global batch goes in whole and
+        # each replica slices its own rows (`_replica_rows`).
+        signature = [{name: tf.TensorSpec([None, None], tf.int32)
+                      for name in ("inputs", "targets")}]
+        self._update_step = tf.function(self._run_update, input_signature=signature)
+        self._accumulate_step = tf.function(self._run_accumulate, input_signature=signature)
 
     def _gradients(self, batch):
         """Per replica: gradients of the summed loss, and the loss sums."""
@@ -73,15 +77,26 @@ class StepRunner:
         grads = tape.gradient(scaled, self.variables)
         return grads, loss_sum, nll_sum, tokens
 
+    def _replica_rows(self, batch):
+        """This replica's contiguous share of the rows of the global batch."""
+        context = tf.distribute.get_replica_context()
+        replicas = context.num_replicas_in_sync
+        if replicas == 1:
+            return batch
+        index = context.replica_id_in_sync_group
+        rows = tf.shape(batch["targets"])[0]
+        start, end = index * rows // replicas, (index + 1) * rows // replicas
+        return {name: value[start:end] for name, value in batch.items()}
+
     def _accumulate(self, batch):
-        grads, loss_sum, nll_sum, tokens = self._gradients(batch)
+        grads, loss_sum, nll_sum, tokens = self._gradients(self._replica_rows(batch))
         for accumulator, grad in zip(self.accumulators, grads):
             accumulator.assign_add(grad)
         self.token_accumulator.assign_add(tokens)
         return loss_sum, nll_sum, tokens
 
     def _update(self, batch):
-        grads, loss_sum, nll_sum, tokens = self._gradients(batch)
+        grads, loss_sum, nll_sum, tokens = self._gradients(self._replica_rows(batch))
         local_tokens = tokens
         if self.accumulators:
             grads = [g + a for g, a in zip(grads, self.accumulators)]
@@ -105,18 +120,6 @@ class StepRunner:
     def _run_accumulate(self, batch):
         return self._reduce(self.strategy.run(self._replica_accumulate, args=(batch,)))
 
-    def distribute(self, batch):
-        """Splits a global batch {name: [B, L]} row-wise over the replicas."""
-        replicas = self.strategy.num_replicas_in_sync
-
-        def replica_rows(context):
-            index = context.replica_id_in_sync_group
-            rows = int(batch["targets"].shape[0])
-            start, end = index * rows // replicas, (index + 1) * rows // replicas
-            return {name: value[start:end] for name, value in batch.items()}
-
-        return self.strategy.experimental_distribute_values_from_function(replica_rows)
-
     def step(self, micro_batches):
         """One optimizer update over `accum_steps` global micro-batches.
 
@@ -126,6 +129,7 @@ class StepRunner:
         totals = [0.0, 0.0, 0.0]
         for i, batch in enumerate(micro_batches):
             fn = self._update_step if i == len(micro_batches) - 1 else self._accumulate_step
-            values = fn(self.distribute(batch))
+            values = fn({name: tf.cast(batch[name], tf.int32)
+                         for name in ("inputs", "targets")})
             totals = [t + float(v) for t, v in zip(totals, values)]
         return tuple(totals)

@@ -125,8 +125,8 @@ def train(problem, hparams, output_dir: str, data_dir: str | None = None,
     total_steps = options.train_steps or hparams.train_steps
     model, optimizer = build_state(problem, hparams, strategy, options.seed)
     batches = data.training_batches(
-        problem.examples("train", data_dir), hparams.batch_size, hparams.max_length,
-        num_replicas=replicas, seed=options.seed,
+        problem.examples("train", data_dir), hparams, num_replicas=replicas,
+        seed=options.seed,
     )
     iterator = iter(batches)
     checkpoint = tf.train.Checkpoint(

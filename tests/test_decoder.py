@@ -42,7 +42,7 @@ def test_interactive_return_beams(run_dir, monkeypatch, capsys):
     monkeypatch.setattr(sys, "stdin", io.StringIO("5 6 7\n"))
     assert decoder_cli.main([f"--output_dir={run_dir}", "--decode_interactive",
                              "--beam_size=3", "--return_beams"]) == 0
-    fields = capsys.readouterr().out.strip().split("\t")
+    fields = capsys.readouterr().out.rstrip("\n").split("\t")
     assert len(fields) == 6  # Three (text, score) pairs.
     scores = [float(s) for s in fields[1::2]]
     assert scores == sorted(scores, reverse=True)

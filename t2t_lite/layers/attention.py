@@ -53,8 +53,11 @@ class MultiHeadAttention(keras.layers.Layer):
         self.attention_dropout_rate = attention_dropout_rate
 
     def _dense(self, units, name):
+        # W^Q, W^K, W^V and W^O are plain matrices in the paper (no bias), as in
+        # tensor2tensor's attention.
         return keras.layers.Dense(
             units,
+            use_bias=False,
             kernel_initializer="glorot_uniform",
             name=name,
             dtype=self.dtype_policy,

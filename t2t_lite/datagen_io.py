@@ -1,0 +1,229 @@
+"""Files of t2t_lite-datagen: atomic shards and vocabulary, the manifest, progress.
+
+Every file goes to a temporary name in the same directory, is flushed to disk,
+then renamed over its final name, so a killed run leaves finished files and
+temporaries (removed by the next run), never a half-written shard.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import random
+import tempfile
+import time
+
+from t2t_lite.text_encoder import EOS_ID, DataError, normalize
+
+ENCODE_BATCH = 1024  # Pairs per call of the in-graph tokenizer.
+_STATS = ("written", "skipped_empty", "source_tokens", "target_tokens")
+
+
+def atomic_write_bytes(path: str, data: bytes) -> None:
+    """Writes `data` to a temporary file beside `path`, then renames it."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=os.path.basename(path))
+    try:
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 -> what open() would give.
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def remove_temporaries(data_dir: str, problem_name: str) -> None:
+    """Deletes what a killed run of this problem's datagen left half-written."""
+    name = glob.escape(problem_name)
+    patterns = [f".{name}-*.tmp-*", f".tmp-*vocab.{name}.*", f".tmp-*{name}.datagen.json"]
+    for pattern in patterns:
+        for path in glob.glob(os.path.join(glob.escape(data_dir), pattern)):
+            os.remove(path)
+
+
+def _example(inputs: list[int], targets: list[int]) -> bytes:
+    import tensorflow as tf
+
+    feature = {
+        "inputs": tf.train.Feature(int64_list=tf.train.Int64List(value=inputs)),
+        "targets": tf.train.Feature(int64_list=tf.train.Int64List(value=targets)),
+    }
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+
+
+def encode_pairs(pairs, vocab, progress=None) -> tuple[list[bytes], dict]:
+    """Raw text pairs -> (serialized examples with EOS appended, stats).
+
+    Both sides are normalized; a pair with an empty side is skipped and counted.
+    """
+    kept = []
+    for source, target in pairs:
+        source, target = normalize(source), normalize(target)
+        if source and target:
+            kept.append((source, target))
+    stats = dict.fromkeys(_STATS, 0)
+    stats["skipped_empty"] = len(pairs) - len(kept)
+    records = []
+    for start in range(0, len(kept), ENCODE_BATCH):
+        part = kept[start:start + ENCODE_BATCH]
+        ids = vocab.encode_batch([s for s, _ in part] + [t for _, t in part])
+        for j in range(len(part)):
+            inputs, targets = ids[j] + [EOS_ID], ids[len(part) + j] + [EOS_ID]
+            stats["source_tokens"] += len(inputs)
+            stats["target_tokens"] += len(targets)
+            records.append(_example(inputs, targets))
+        if progress is not None:
+            progress.advance(len(part))
+    stats["written"] = len(records)
+    if progress is not None:
+        progress.advance(stats["skipped_empty"])
+    return records, stats
+
+
+def write_shard(path: str, pairs, vocab, shuffle_seed: int | None, progress=None) -> dict:
+    """Encodes `pairs` into the TFRecord file `path` (atomically); returns its stats."""
+    import tensorflow as tf
+
+    records, stats = encode_pairs(pairs, vocab, progress)
+    if shuffle_seed is not None:
+        random.Random(shuffle_seed).shuffle(records)
+    directory, base = os.path.split(path)
+    tmp = os.path.join(directory, f".{base}.tmp-{os.getpid()}")
+    try:
+        with tf.io.TFRecordWriter(tmp) as writer:
+            for record in records:
+                writer.write(record)
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    return stats
+
+
+def read_shard_stats(path: str) -> dict:
+    """Stats of a finished shard the manifest does not know (its run was killed)."""
+    import tensorflow as tf
+
+    stats = dict.fromkeys(_STATS, 0)
+    for record in tf.data.TFRecordDataset(path).as_numpy_iterator():
+        example = tf.train.Example.FromString(record)
+        stats["written"] += 1
+        stats["source_tokens"] += len(example.features.feature["inputs"].int64_list.value)
+        stats["target_tokens"] += len(example.features.feature["targets"].int64_list.value)
+    return stats
+
+
+def _differences(old, new, prefix="") -> list[str]:
+    if isinstance(old, dict) and isinstance(new, dict):
+        out = []
+        for key in sorted(set(old) | set(new)):
+            out += _differences(old.get(key), new.get(key), f"{prefix}{key}.")
+        return out
+    return [] if old == new else [prefix.rstrip(".")]
+
+
+class Manifest:
+    """`PROBLEM.datagen.json`: the plan (inputs, vocabulary, layout) and finished shards."""
+
+    def __init__(self, path: str, data: dict):
+        self.path = path
+        self.data = data
+
+    @classmethod
+    def open(cls, path: str, plan: dict, existing_shards) -> Manifest:
+        """Starts (or resumes) a run with `plan`.
+
+        Args:
+          existing_shards: split -> shard paths already in data_dir.
+
+        Raises:
+          DataError: data_dir holds shards made with another plan.
+        """
+        plan = json.loads(json.dumps(plan))
+        old = None
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                old = json.load(f)
+        present = [p for split in ("train", "dev", "test") for p in existing_shards(split)]
+        name, data_dir = plan["problem"], os.path.dirname(path) or "."
+        if present and old is None:
+            raise DataError(
+                f"{data_dir} holds {name} shards but no {os.path.basename(path)} saying how "
+                "they were made; use another --data_dir or delete them")
+        if present and old.get("plan") != plan:
+            diff = ", ".join(_differences(old.get("plan"), plan)) or "plan"
+            raise DataError(
+                f"{data_dir} holds {name} shards made differently (changed: {diff}); use "
+                f"another --data_dir, or delete {os.path.join(data_dir, name)}-* to rebuild")
+        shards = old.get("shards", {}) if present else {}
+        manifest = cls(path, {"plan": plan, "complete": False, "shards": shards})
+        manifest._save()
+        return manifest
+
+    def shard_stats(self, split: str, index: int) -> dict | None:
+        return self.data["shards"].get(split, {}).get(str(index))
+
+    def record(self, split: str, index: int, stats: dict) -> None:
+        if self.shard_stats(split, index) != stats:
+            self.data["shards"].setdefault(split, {})[str(index)] = stats
+            self._save()
+
+    def finish(self) -> None:
+        self.data["complete"] = True
+        self._save()
+
+    def _save(self) -> None:
+        atomic_write_bytes(self.path, (json.dumps(self.data, indent=1) + "\n").encode())
+
+
+class Progress:
+    """One live line on a terminal (pairs done, rate, ETA); a line every 10 s otherwise."""
+
+    def __init__(self, stream, label: str, total: int):
+        self.stream = stream
+        self.label = label
+        self.total = max(total, 1)
+        self.done = 0
+        self.start = self.last = time.time()
+        self.tty = bool(getattr(stream, "isatty", lambda: False)())
+
+    def advance(self, n: int) -> None:
+        self.done += n
+        now = time.time()
+        if now - self.last >= (0.25 if self.tty else 10.0):
+            self.last = now
+            self._show()
+
+    def _show(self, end: str = "") -> None:
+        elapsed = max(time.time() - self.start, 1e-9)
+        rate = self.done / elapsed
+        eta = (self.total - self.done) / rate if rate > 0 else 0.0
+        line = (f"{self.label}: {self.done:,}/{self.total:,} pairs "
+                f"({100 * self.done / self.total:.0f}%), {rate:,.0f} pairs/s, "
+                f"{'ETA %.0f s' % eta if self.done < self.total else '%.1f s' % elapsed}")
+        if self.tty:
+            self.stream.write("\r" + line + "\x1b[K" + end)
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        self._show(end="\n")
