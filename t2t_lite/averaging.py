@@ -57,7 +57,7 @@ def _read(path: str, keys: dict) -> dict[str, np.ndarray]:
                                       "different models cannot be averaged")
             values[key] = reader.get_tensor(key)
         return values
-    except (tf.errors.OpError, ValueError) as e:
+    except (tf.errors.OpError, ValueError, IndexError) as e:
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]
         raise CheckpointError(f"cannot read checkpoint {path}: {first}") from None
 

@@ -120,7 +120,7 @@ def load_model(output_dir: str, checkpoint: str | None = None):
                 raise ValueError(f"{key} has shape {saved[key]}, the model expects "
                                  f"{tuple(weight.shape)}")
         tf.train.Checkpoint(model=model_weights(model)).read(path).expect_partial()
-    except (tf.errors.OpError, ValueError) as e:
+    except (tf.errors.OpError, ValueError, IndexError) as e:
         first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise CheckpointError(
             f"cannot read checkpoint {path}: {first_line}; pick another with --checkpoint"
