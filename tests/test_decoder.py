@@ -82,3 +82,23 @@ def test_errors_are_one_line(run_dir, args, message, capsys):
 def test_no_run_in_dir(tmp_path, capsys):
     assert decoder_cli.main([f"--output_dir={tmp_path}"]) == 2
     assert "holds no t2t_lite run" in capsys.readouterr().err
+
+
+def test_reference_prints_both_bleus(run_dir, tmp_path, capsys):
+    from t2t_lite.metrics import bleu
+
+    source, reference, out = tmp_path / "in.txt", tmp_path / "ref.txt", tmp_path / "out.txt"
+    source.write_text("3 1 4 1 5\n2 7 1 8\n9 9 2\n")
+    reference.write_text("5 1 4 1 3\n8 1 7 2\n2 9 9\n")
+    assert decoder_cli.main([f"--output_dir={run_dir}", f"--decode_from_file={source}",
+                             f"--decode_to_file={out}", f"--reference={reference}"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    detok, tok = bleu.bleu_files(str(out), str(reference))
+    assert printed[-2] == f"sacreBLEU (detokenized, report this): {detok.format()} " \
+        f"{detok.signature}"
+    assert printed[-1].startswith("tokenized BLEU (paper-comparable")
+    assert tok.format() in printed[-1]
+    reference.write_text("5 1 4 1 3\n")
+    assert decoder_cli.main([f"--output_dir={run_dir}", f"--decode_from_file={source}",
+                             f"--reference={reference}"]) == 2
+    assert "has 1 lines, the input has 3" in capsys.readouterr().err

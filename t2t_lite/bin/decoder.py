@@ -33,6 +33,9 @@ def parse_args(argv=None):
     parser.add_argument("--return_beams", action="store_true")
     parser.add_argument("--batch_size", type=int, default=64, help="sentences per batch")
     parser.add_argument("--show", type=int, default=5, help="examples to print")
+    parser.add_argument("--reference", default=None,
+                        help="reference file: print sacreBLEU and the paper's tokenized BLEU")
+    parser.add_argument("--bleu_lang", default="de", help="language for Moses tokenization")
     return parser.parse_args(argv)
 
 
@@ -71,6 +74,26 @@ def _decode_lines(args, problem, model, hparams, options):
         print(f"wrote {len(results)} lines to {args.decode_to_file}", file=sys.stderr)
     else:
         print(text)
+    if args.reference:
+        _print_bleu([beams[0][0] for beams in results], args.reference, args.bleu_lang)
+
+
+def _print_bleu(hypotheses, reference_path, lang):
+    """sacreBLEU (the score to report) and the paper's tokenized BLEU."""
+    from t2t_lite.metrics import bleu
+    from t2t_lite.problems.base import ProblemError
+
+    try:
+        references = bleu.read_lines(reference_path)
+        if len(references) != len(hypotheses):
+            raise ValueError(f"{reference_path} has {len(references)} lines, the input has "
+                             f"{len(hypotheses)}")
+    except ValueError as e:
+        raise ProblemError(str(e)) from None
+    detok = bleu.sacrebleu_score(hypotheses, references)
+    tok = bleu.tokenized_bleu(hypotheses, references, lang)
+    print(f"sacreBLEU (detokenized, report this): {detok.format()} {detok.signature}")
+    print(f"tokenized BLEU (paper-comparable, moses + compound splitting): {tok.format()}")
 
 
 def main(argv=None) -> int:

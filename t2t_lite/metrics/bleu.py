@@ -228,7 +228,8 @@ def tokenized_bleu(hypotheses: Sequence[str], references: Sequence[str],
     return dataclasses.replace(result, signature=signature)
 
 
-def _read_lines(path: str) -> list[str]:
+def read_lines(path: str) -> list[str]:
+    """Lines of a UTF-8 file without their newlines (ValueError if not UTF-8)."""
     try:
         with open(path, encoding="utf-8", newline="\n") as f:
             return [line[:-1] if line.endswith("\n") else line for line in f]
@@ -248,7 +249,7 @@ def bleu_files(hyp_path: str, ref_path: str,
       OSError: if a file cannot be read.
       ValueError: if the files differ in line count or are not UTF-8.
     """
-    hyps, refs = _read_lines(hyp_path), _read_lines(ref_path)
+    hyps, refs = read_lines(hyp_path), read_lines(ref_path)
     if len(hyps) != len(refs):
         raise ValueError(f"line counts differ: hypotheses {hyp_path} has "
                          f"{len(hyps)} lines, reference {ref_path} has "

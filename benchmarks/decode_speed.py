@@ -1,0 +1,97 @@
+"""Beam-search decoding throughput of t2t_lite, measured like ../shared/bench/decode_peers.py.
+
+    python benchmarks/decode_speed.py --size bench      # or base, or all (default)
+    python benchmarks/decode_speed.py --size all --jit  # XLA-compiled decoding loop
+
+A randomly initialized model: "bench" (N=3, d_model=256, d_ff=1024, h=4, vocab 8192)
+and "base" (the paper's base, vocab 32768). Batches of 32 sources of 30 random ids +
+EOS, beam 4, alpha 0.6, exactly 40 generated tokens per sentence (min_decode_length
+== max, so every system does the same work), 2 intra-op threads, 1 warm-up batch +
+N timed. Prints one JSON line per size: tokens/s = 32 * 40 / median seconds per batch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from t2t_lite import beam_search, registry  # noqa: E402
+from t2t_lite.model import EOS_ID, Transformer  # noqa: E402
+
+SIZES = {
+    "bench": ("num_layers=3,d_model=256,d_ff=1024,num_heads=4", 8192),
+    "base": ("", 32768),
+}
+BATCH, SOURCE_LENGTH, NEW_TOKENS, BEAM, ALPHA = 32, 30, 40, 4, 0.6
+
+
+def make_decode(model, jit: bool):
+    """A traced function: sources int32 [B, S+1] -> sequences [B, K, 40]."""
+
+    def decode(inputs):
+        encoder_output, mask = model.encode(inputs, training=False)
+        cache = model.init_cache(encoder_output, mask, NEW_TOKENS)
+        return beam_search.beam_search(
+            model.decode_step, cache, tf.shape(inputs)[0], BEAM, NEW_TOKENS, EOS_ID,
+            alpha=ALPHA, vocab_size=model.vocab_size, min_decode_length=NEW_TOKENS)
+
+    spec = tf.TensorSpec([BATCH, SOURCE_LENGTH + 1], tf.int32)
+    return tf.function(decode, input_signature=[spec], jit_compile=jit)
+
+
+def run(size: str, batches: int, jit: bool) -> dict:
+    overrides, vocab = SIZES[size]
+    hparams = registry.hparams("base").override(overrides)
+    model = Transformer.from_hparams(hparams, vocab)
+    decode = make_decode(model, jit)
+    rng = np.random.default_rng(1234)
+    times, lengths = [], set()
+    for i in range(batches + 1):
+        ids = rng.integers(2, vocab, size=(BATCH, SOURCE_LENGTH))
+        ids = np.concatenate([ids, np.full((BATCH, 1), EOS_ID)], axis=1).astype(np.int32)
+        start = time.perf_counter()
+        sequences, _ = decode(tf.constant(ids))
+        sequences = sequences.numpy()
+        if i:  # The first batch traces (and compiles) the loop.
+            times.append(time.perf_counter() - start)
+        best = sequences[:, 0]
+        lengths.update(int((row != 0).sum()) for row in best)
+    median = statistics.median(times)
+    return {
+        "bench": "decode", "system": f"t2t_lite beam_search (TF, fp32{', XLA' if jit else ''})",
+        "size": size, "params": model.count_params(),
+        "decode": {"batch": BATCH, "src_tokens": SOURCE_LENGTH, "plus_eos": True, "beam": BEAM,
+                   "length_penalty": ALPHA, "new_tokens": NEW_TOKENS, "threads": 2},
+        "generated_tokens_checked": sorted(lengths),
+        "batch_s": {"median": round(median, 3), "min": round(min(times), 3),
+                    "max": round(max(times), 3), "n": len(times)},
+        "tgt_tokens_per_s": {"median": round(BATCH * NEW_TOKENS / median, 1),
+                             "best": round(BATCH * NEW_TOKENS / min(times), 1),
+                             "worst": round(BATCH * NEW_TOKENS / max(times), 1)},
+        "sentences_per_s_median": round(BATCH / median, 2),
+        "tensorflow": tf.__version__,
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", choices=["bench", "base", "all"], default="all")
+    parser.add_argument("--batches", type=int, default=6, help="timed batches")
+    parser.add_argument("--jit", action="store_true", help="XLA-compile the decoding loop")
+    args = parser.parse_args()
+    tf.config.threading.set_intra_op_parallelism_threads(2)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    for size in (["bench", "base"] if args.size == "all" else [args.size]):
+        print(json.dumps(run(size, args.batches, args.jit)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
