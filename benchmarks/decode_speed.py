@@ -23,7 +23,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from t2t_lite import beam_search, registry  # noqa: E402
+from t2t_lite import decoding, registry  # noqa: E402
 from t2t_lite.model import EOS_ID, Transformer  # noqa: E402
 
 SIZES = {
@@ -37,11 +37,8 @@ def make_decode(model, jit: bool):
     """A traced function: sources int32 [B, S+1] -> sequences [B, K, 40]."""
 
     def decode(inputs):
-        encoder_output, mask = model.encode(inputs, training=False)
-        cache = model.init_cache(encoder_output, mask, NEW_TOKENS)
-        return beam_search.beam_search(
-            model.decode_step, cache, tf.shape(inputs)[0], BEAM, NEW_TOKENS, EOS_ID,
-            alpha=ALPHA, vocab_size=model.vocab_size, min_decode_length=NEW_TOKENS)
+        return decoding.search(model, inputs, BEAM, ALPHA, NEW_TOKENS,
+                               min_decode_length=NEW_TOKENS)
 
     spec = tf.TensorSpec([BATCH, SOURCE_LENGTH + 1], tf.int32)
     return tf.function(decode, input_signature=[spec], jit_compile=jit)

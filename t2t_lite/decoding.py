@@ -51,22 +51,9 @@ class Decoder:
 
     def _decode(self, inputs):
         """inputs int32 [B, S] -> (ids int32 [B, K, L], scores float32 [B, K])."""
-        model, options = self.model, self.options
-        max_length = inputs.shape[1] + options.extra_length
-        encoder_output, input_mask = model.encode(inputs, training=False)
-        cache = model.init_cache(encoder_output, input_mask, max_length)
-        batch = tf.shape(inputs)[0]
-
-        def next_fn(ids, index, cache):
-            return model.decode_step(ids, index, cache)
-
-        if options.beam_size == 1:
-            ids, scores = beam_search.greedy_search(
-                next_fn, cache, batch, max_length, EOS_ID)
-            return ids[:, None, :], scores[:, None]
-        return beam_search.beam_search(
-            next_fn, cache, batch, options.beam_size, max_length, EOS_ID,
-            alpha=options.alpha, vocab_size=model.vocab_size)
+        max_length = inputs.shape[1] + self.options.extra_length
+        return search(self.model, inputs, self.options.beam_size, self.options.alpha,
+                      max_length)
 
     def decode(self, sources: list[list[int]]):
         """Decodes id sequences (EOS included), returning for each input, in order,
@@ -87,6 +74,46 @@ class Decoder:
             for row, i in enumerate(chunk):
                 results[i] = [(_strip(ids[row, k]), float(scores[row, k])) for k in range(keep)]
         return results
+
+
+def search(model, inputs, beam_size: int, alpha: float, max_decode_length: int,
+           min_decode_length: int = 0):
+    """Beam search (greedy for beam 1) over the model's cached decoder.
+
+    The encoder-decoder keys and values are computed once, repeated for the K
+    beams and closed over by `next_fn`, so only the growing self-attention cache
+    travels through the loop and is reordered when beams are reselected.
+
+    Args:
+      inputs: int32 [B, S] source ids with EOS, 0-padded.
+
+    Returns:
+      (ids int32 [B, K, L], scores float32 [B, K]), best first; K = 1 for greedy.
+    """
+    encoder_output, input_mask = model.encode(inputs, training=False)
+    cache = model.init_cache(encoder_output, input_mask, max_decode_length)
+    static = {"cross": [layer["cross"] for layer in cache["layers"]],
+              "input_mask": cache["input_mask"]}
+    if beam_size > 1:  # Rows b * K + k, as beam_search flattens them.
+        static = tf.nest.map_structure(lambda x: tf.repeat(x, beam_size, axis=0), static)
+    dynamic = [layer["self"] for layer in cache["layers"]]
+
+    def next_fn(ids, index, self_caches):
+        full = {"layers": [{"self": s, "cross": c} for s, c in zip(self_caches,
+                                                                     static["cross"])],
+                "input_mask": static["input_mask"]}
+        logits, new = model.decode_step(ids, index, full)
+        return logits, [layer["self"] for layer in new["layers"]]
+
+    batch = tf.shape(inputs)[0]
+    if beam_size == 1:
+        ids, scores = beam_search.greedy_search(
+            next_fn, dynamic, batch, max_decode_length, EOS_ID,
+            min_decode_length=min_decode_length)
+        return ids[:, None, :], scores[:, None]
+    return beam_search.beam_search(
+        next_fn, dynamic, batch, beam_size, max_decode_length, EOS_ID, alpha=alpha,
+        vocab_size=model.vocab_size, min_decode_length=min_decode_length)
 
 
 def _strip(ids) -> list[int]:

@@ -167,7 +167,7 @@ class Transformer(keras.Model):
         return self.decode(decoder_inputs, encoder_output, input_mask, training=training)
 
     def init_cache(self, encoder_output, input_mask, max_decode_length):
-        """The decoding cache: per layer self (empty, [B, L, H, d]) and cross K/V."""
+        """The decoding cache: per layer self (empty, [B, H, L, d]) and cross K/V."""
         batch = ops.shape(encoder_output)[0]
         layers = []
         for layer in self.decoder_layers:
@@ -176,9 +176,9 @@ class Transformer(keras.Model):
             dtype = encoder_output.dtype
             layers.append({
                 "self": {
-                    "key": ops.zeros((batch, max_decode_length, heads, attention.key_dim),
+                    "key": ops.zeros((batch, heads, max_decode_length, attention.key_dim),
                                      dtype=dtype),
-                    "value": ops.zeros((batch, max_decode_length, heads,
+                    "value": ops.zeros((batch, heads, max_decode_length,
                                         attention.value_dim), dtype=dtype),
                 },
                 "cross": layer.compute_cross_cache(encoder_output),
@@ -198,7 +198,7 @@ class Transformer(keras.Model):
         """
         x = self._embed(ops.expand_dims(ids, 1), self.target_embedding,
                         self.target_dropout, False, start_index=index)
-        max_len = ops.shape(cache["layers"][0]["self"]["key"])[1]
+        max_len = ops.shape(cache["layers"][0]["self"]["key"])[2]
         valid = ops.reshape(ops.arange(max_len) <= index, (1, 1, -1))  # [1, 1, L]
         new_layers = []
         for layer, layer_cache in zip(self.decoder_layers, cache["layers"]):

@@ -13,7 +13,7 @@ hidden state:
 - no cache: keys and values are computed from `value`;
 - `cache` and `cache_index`: decoder self-attention, one new position at a time.
   The new key/value is written at `cache_index` of a fixed-size cache
-  {"key": [B, L, H, d_k], "value": [B, L, H, d_v]} and the updated cache is
+  {"key": [B, H, L, d_k], "value": [B, H, L, d_v]} and the updated cache is
   returned; positions after `cache_index` must be masked by the caller.
 - `cache` without `cache_index`: encoder-decoder attention, keys and values were
   computed once from the encoder output (`compute_cache`).
@@ -80,12 +80,13 @@ class MultiHeadAttention(keras.layers.Layer):
         self.built = True
 
     def _split_heads(self, x, depth):
-        """[B, T, H * depth] -> [B, T, H, depth]."""
+        """[B, T, H * depth] -> [B, H, T, depth] (heads first: no copy per step)."""
         shape = ops.shape(x)
-        return ops.reshape(x, (shape[0], shape[1], self.num_heads, depth))
+        x = ops.reshape(x, (shape[0], shape[1], self.num_heads, depth))
+        return ops.transpose(x, (0, 2, 1, 3))
 
     def compute_cache(self, value):
-        """Keys and values of `value` [B, S, D] for cached cross-attention."""
+        """Keys and values [B, H, S, d] of `value` [B, S, D] for cached cross-attention."""
         return {
             "key": self._split_heads(self.key_dense(value), self.key_dim),
             "value": self._split_heads(self.value_dense(value), self.value_dim),
@@ -111,20 +112,21 @@ class MultiHeadAttention(keras.layers.Layer):
             kv = cache
         else:
             new = self.compute_cache(query)
-            start = [0, cache_index, 0, 0]
+            start = [0, 0, cache_index, 0]
             kv = {
                 "key": ops.slice_update(cache["key"], start, new["key"]),
                 "value": ops.slice_update(cache["value"], start, new["value"]),
             }
         q = q * ops.cast(1.0 / math.sqrt(self.key_dim), q.dtype)
-        scores = ops.einsum("bthd,bshd->bhts", q, kv["key"])  # [B, H, T, S]
+        scores = ops.einsum("bhtd,bhsd->bhts", q, kv["key"])  # [B, H, T, S]
         scores = ops.cast(scores, "float32")
         if attention_mask is not None:
             mask = ops.expand_dims(ops.cast(attention_mask, "bool"), axis=1)
             scores = ops.where(mask, scores, NEG_INF)
         weights = ops.softmax(scores, axis=-1)
         weights = self.dropout(ops.cast(weights, q.dtype), training=training)
-        context = ops.einsum("bhts,bshd->bthd", weights, kv["value"])  # [B, T, H, d_v]
+        context = ops.einsum("bhts,bhsd->bhtd", weights, kv["value"])  # [B, H, T, d_v]
+        context = ops.transpose(context, (0, 2, 1, 3))  # [B, T, H, d_v]
         shape = ops.shape(context)
         context = ops.reshape(context, (shape[0], shape[1], self.num_heads * self.value_dim))
         output = self.output_dense(context)

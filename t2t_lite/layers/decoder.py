@@ -6,8 +6,8 @@ the residual block of encoder.py. Shapes: B batch, T target length, S source
 length, D d_model, L maximum decode length.
 
 For incremental decoding the layer takes a cache
-`{"self": {"key": [B, L, H, d_k], "value": [B, L, H, d_v]},
-  "cross": {"key": [B, S, H, d_k], "value": [B, S, H, d_v]}}` and the index of
+`{"self": {"key": [B, H, L, d_k], "value": [B, H, L, d_v]},
+  "cross": {"key": [B, H, S, d_k], "value": [B, H, S, d_v]}}` and the index of
 the position being decoded, and returns the updated cache.
 """
 
