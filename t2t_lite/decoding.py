@@ -25,6 +25,7 @@ class DecodeOptions:
     extra_length: int = 50
     batch_size: int = 64  # Sentences per decoding batch.
     return_beams: bool = False
+    jit_compile: bool = False  # XLA for the decoding loop (faster after compiling).
 
     @classmethod
     def from_hparams(cls, hparams, **overrides):
@@ -46,7 +47,8 @@ class Decoder:
         if source_length not in self._functions:
             spec = tf.TensorSpec([None, source_length], tf.int32)
             self._functions[source_length] = tf.function(
-                self._decode, input_signature=[spec], reduce_retracing=True)
+                self._decode, input_signature=[spec], reduce_retracing=True,
+                jit_compile=self.options.jit_compile)
         return self._functions[source_length]
 
     def _decode(self, inputs):

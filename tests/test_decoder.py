@@ -1,5 +1,6 @@
 """Decoding a trained run: files, stdin, batching, errors (t2t_lite-decoder)."""
 
+import dataclasses
 import io
 import sys
 
@@ -28,7 +29,7 @@ def test_decode_file_keeps_order_empty_and_long_lines(run_dir, tmp_path, capsys)
     source.write_text("3 1 4\n\n" + long_line + "\n2 2\n")
     target = tmp_path / "out.txt"
     code = decoder_cli.main([f"--output_dir={run_dir}", f"--decode_from_file={source}",
-                             f"--decode_to_file={target}", "--beam_size=2"])
+                             f"--decode_to_file={target}", "--beam_size=2", "--jit"])
     assert code == 0
     lines = target.read_text().split("\n")
     assert len(lines) == 5 and lines[4] == ""  # 4 lines and the final newline.
@@ -63,9 +64,12 @@ def test_batched_equals_one_by_one_and_beam1_equals_greedy(run_dir):
     single = decoding.Decoder(
         model, decoding.DecodeOptions(beam_size=4, batch_size=1, return_beams=True)).decode(
         sources)
-    for a, b in zip(batched, single):
-        assert [ids for ids, _ in a] == [ids for ids, _ in b]
+    compiled = decoding.Decoder(model, dataclasses.replace(options, jit_compile=True)).decode(
+        sources)
+    for a, b, c in zip(batched, single, compiled):
+        assert [ids for ids, _ in a] == [ids for ids, _ in b] == [ids for ids, _ in c]
         np.testing.assert_allclose([s for _, s in a], [s for _, s in b], atol=1e-4)
+        np.testing.assert_allclose([s for _, s in a], [s for _, s in c], atol=1e-4)
 
 
 @pytest.mark.parametrize("args, message", [

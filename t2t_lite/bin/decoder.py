@@ -32,6 +32,7 @@ def parse_args(argv=None):
     parser.add_argument("--extra_length", type=int, default=None)
     parser.add_argument("--return_beams", action="store_true")
     parser.add_argument("--batch_size", type=int, default=64, help="sentences per batch")
+    parser.add_argument("--jit", action="store_true", help="compile decoding with XLA")
     parser.add_argument("--show", type=int, default=5, help="examples to print")
     parser.add_argument("--reference", default=None,
                         help="reference file: print sacreBLEU and the paper's tokenized BLEU")
@@ -108,7 +109,7 @@ def main(argv=None) -> int:
         options = decoding.DecodeOptions.from_hparams(
             hparams, beam_size=args.beam_size, alpha=args.alpha,
             extra_length=args.extra_length, batch_size=args.batch_size,
-            return_beams=args.return_beams or None)
+            return_beams=args.return_beams or None, jit_compile=args.jit or None)
         print(f"decoding with {path}", file=sys.stderr)
         if args.decode_from_file or args.decode_interactive:
             _decode_lines(args, problem, model, hparams, options)
