@@ -125,3 +125,22 @@ def test_cli_incompatible_dir(tmp_path, capsys):
     assert trainer_cli.main(base[:-1] + [f"--hparams_overrides={TINY},d_ff=128"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "d_ff: 64 -> 128" in err
+
+
+def test_checkpoints_every_m_minutes(tiny_hparams, tmp_path):
+    # A tiny interval: every step is past it, the step interval never is.
+    _train(tiny_hparams, tmp_path, 3, save_checkpoints_steps=1000,
+           save_checkpoints_minutes=1e-9)
+    assert checkpoints.list_checkpoints(str(tmp_path)) == ["ckpt-1", "ckpt-2", "ckpt-3"]
+
+
+def test_mixed_precision_keeps_logits_float32(tiny_hparams, tmp_path):
+    from t2t_lite.model import Transformer
+
+    hparams = tiny_hparams.override("mixed_precision=true")
+    result, _ = _train(hparams, tmp_path, 2)
+    assert result.step == 2 and np.isfinite(result.loss)
+    model = Transformer.from_hparams(hparams, 12)
+    assert model.encoder_layers[0].compute_dtype == "float16"
+    ids = np.array([[3, 4, 1]], np.int32)
+    assert model({"inputs": ids, "targets": ids}).dtype == "float32"
