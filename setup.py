@@ -45,6 +45,7 @@ setup(
             "t2t_lite-datagen=t2t_lite.bin.datagen:main",
             "t2t_lite-bleu=t2t_lite.metrics.bleu:main",
             "t2t_lite-avg-checkpoints=t2t_lite.bin.avg_checkpoints:main",
+            "t2t_lite-exporter=t2t_lite.bin.exporter:main",
         ],
     },
 )

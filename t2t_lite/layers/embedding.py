@@ -46,7 +46,8 @@ class SharedEmbedding(keras.layers.Layer):
     def project(self, x):
         """[..., D] -> float32 logits [..., V] (the pre-softmax linear layer)."""
         weights = ops.cast(self.embeddings, "float32")
-        return ops.matmul(ops.cast(x, "float32"), ops.transpose(weights))
+        # x E^T as an einsum: a matmul with a transposed operand, no copy of E.
+        return ops.einsum("...d,vd->...v", ops.cast(x, "float32"), weights)
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape) + (self.d_model,)

@@ -1,0 +1,66 @@
+"""t2t_lite-exporter: export a trained run as a SavedModel for TensorFlow Serving.
+
+    t2t_lite-exporter --output_dir=O --export_dir=E [--checkpoint=averaged|ckpt-N]
+
+writes E/<version>/ (1 + the largest existing version) and prints its path.
+Signatures: translate_ids (int32 ids in and out) and, for problems with a
+SentencePiece vocabulary (translation), serving_default (text in, text out,
+tokenized in the graph with tensorflow_text). For translation problems,
+E/<version>/ids/ is an ids-only copy that loads without tensorflow_text.
+The beam size, alpha and extra_length default to the run's hparams.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from t2t_lite.bin import common
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(prog="t2t_lite-exporter", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--output_dir", required=True, help="the trainer's output_dir")
+    parser.add_argument("--export_dir", required=True,
+                        help="the SavedModel goes to EXPORT_DIR/<version>/")
+    parser.add_argument("--checkpoint", default=None,
+                        help="e.g. ckpt-1200 or averaged (default newest)")
+    parser.add_argument("--data_dir", default=None, help="default: the run's data_dir")
+    parser.add_argument("--beam_size", type=int, default=None)
+    parser.add_argument("--alpha", type=float, default=None)
+    parser.add_argument("--extra_length", type=int, default=None)
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+
+    def run():
+        from t2t_lite import export
+
+        log = lambda message: print(message, file=sys.stderr)  # noqa: E731
+        try:
+            result = export.export(
+                args.output_dir, args.export_dir, args.checkpoint, beam_size=args.beam_size,
+                alpha=args.alpha, extra_length=args.extra_length, data_dir=args.data_dir,
+                log=log)
+        except export.ExportError as e:
+            print(f"t2t_lite-exporter: error: {e}", file=sys.stderr)
+            return 2
+        log(f"exported {result.checkpoint} in {result.seconds:.1f} s, "
+            f"{result.size_bytes / 2**20:.1f} MiB")
+        if "serving_default" in result.signatures:
+            log(f"signatures: serving_default (text), translate_ids (ids); ids-only "
+                f"SavedModel (no tensorflow_text needed): {result.ids_path}")
+        else:
+            log("signatures: translate_ids only (the problem has no SentencePiece "
+                "vocabulary, so there is no text signature)")
+        print(result.path)
+        return 0
+
+    return common.run("t2t_lite-exporter", run)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
