@@ -1,0 +1,185 @@
+"""t2t_lite-exporter: SavedModels that serve ids and text, loaded in fresh processes."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from conftest import SHARED
+
+from t2t_lite import checkpoints, datagen, decoding, export, registry, trainer
+from t2t_lite.bin import decoder as decoder_cli
+from t2t_lite.bin import exporter as exporter_cli
+
+TINY = "dropout_rate=0.0,num_layers=1,d_model=32,d_ff=64,num_heads=2,batch_size=256"
+WMT14 = os.path.join(SHARED, "data", "wmt14")
+SAVED_MODEL_CLI = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+
+
+def _quiet(_):
+    pass
+
+
+def _fresh(code: str, payload) -> dict:
+    """Runs `code` in a new Python with PAYLOAD (json) bound; returns its json stdout."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PAYLOAD=json.dumps(payload))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def reverse_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reverse")
+    hparams = registry.hparams("tiny").override(TINY + ",max_length=24")
+    trainer.train(registry.problem("algorithmic_reverse"), hparams, str(out),
+                  options=trainer.TrainOptions(train_steps=20, log_every_steps=100),
+                  strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=_quiet)
+    return str(out)
+
+
+IDS_CODE = r"""
+import json, os, sys
+import tensorflow as tf
+payload = json.loads(os.environ["PAYLOAD"])
+loaded = tf.saved_model.load(payload["path"])
+out = loaded.signatures["translate_ids"](inputs=tf.constant(payload["inputs"], tf.int32))
+assert "tensorflow_text" not in sys.modules and "t2t_lite" not in sys.modules
+print(json.dumps({"ids": out["ids"].numpy().tolist(), "scores": out["scores"].numpy().tolist()}))
+"""
+
+
+def _strip(row):
+    return decoding._strip(np.asarray(row))
+
+
+def test_translate_ids_matches_decoder_without_tensorflow_text(reverse_run, tmp_path, capsys):
+    export_dir = tmp_path / "export"
+    assert exporter_cli.main([f"--output_dir={reverse_run}", f"--export_dir={export_dir}",
+                              "--beam_size=3", "--extra_length=7"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.strip() == str(export_dir / "1")
+    assert "translate_ids only" in captured.err
+    assert os.listdir(export_dir) == ["1"]
+    rng = np.random.default_rng(0)
+    sources = [list(map(int, rng.integers(2, 12, n))) + [1] for n in (3, 9, 1, 12, 5, 30)]
+    batch = np.zeros((len(sources), 40), np.int32)  # Extra padding must not matter.
+    for row, ids in enumerate(sources):
+        batch[row, :len(ids)] = ids
+    got = _fresh(IDS_CODE, {"path": str(export_dir / "1"), "inputs": batch.tolist()})
+    model, *_ = checkpoints.load_model(reverse_run)
+    expected = sources[:5] + [sources[5][:23] + [1]]  # max_length=24: truncated like files.
+    options = decoding.DecodeOptions(beam_size=3, extra_length=7)
+    want = decoding.Decoder(model, options).decode(expected)
+    assert [_strip(row) for row in got["ids"]] == [best[0][0] for best in want]
+    np.testing.assert_allclose(got["scores"], [best[0][1] for best in want], atol=1e-4)
+    assert len(got["ids"][0]) == 24 + 7  # Padded length (longest 24 -> 24) + extra_length.
+
+    # The exported variables hold the checkpoint's weights.
+    reader = tf.train.load_checkpoint(str(export_dir / "1" / "variables" / "variables"))
+    keys = [k for k in reader.get_variable_to_shape_map() if "model_weights" in k]
+    assert len(keys) == len(model.weights)
+
+    # Re-export: version 2; a failing export leaves nothing behind.
+    assert exporter_cli.main([f"--output_dir={reverse_run}", f"--export_dir={export_dir}"]) == 0
+    assert capsys.readouterr().out.strip() == str(export_dir / "2")
+    original = export._save
+
+    def failing(*args):
+        raise RuntimeError("disk full")
+
+    export._save = failing
+    try:
+        with pytest.raises(RuntimeError, match="disk full"):
+            export.export(reverse_run, str(export_dir))
+    finally:
+        export._save = original
+    assert sorted(os.listdir(export_dir)) == ["1", "2"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--checkpoint=ckpt-999"], "checkpoint 'ckpt-999' not found"),
+    (None, "holds no t2t_lite run"),
+])
+def test_errors_are_one_line(reverse_run, tmp_path, args, message, capsys):
+    output_dir = reverse_run if args is not None else str(tmp_path / "empty")
+    code = exporter_cli.main([f"--output_dir={output_dir}",
+                              f"--export_dir={tmp_path / 'e'}"] + (args or []))
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("t2t_lite-exporter: error: ") \
+        and message in err[0], err
+    assert not os.path.exists(tmp_path / "e") or os.listdir(tmp_path / "e") == []
+
+
+TEXT_CODE = r"""
+import json, os, sys
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the SentencePiece ops)
+payload = json.loads(os.environ["PAYLOAD"])
+loaded = tf.saved_model.load(payload["path"])
+assert "t2t_lite" not in sys.modules
+serve = loaded.signatures["serving_default"]
+result = {}
+for name, lines in payload["batches"].items():
+    out = serve(inputs=tf.constant(lines, tf.string))
+    result[name] = [s.decode("utf-8") for s in out["outputs"].numpy().tolist()]
+    result[name + "_scores"] = out["scores"].numpy().tolist()
+print(json.dumps(result))
+"""
+
+
+@pytest.mark.slow  # ~70 s: datagen, training, export, decoder and two subprocesses.
+def test_serving_default_translates_text_like_the_decoder(tmp_path, capsys):
+    raw, data_dir, out = tmp_path / "raw", tmp_path / "data", tmp_path / "run"
+    raw.mkdir()
+    with open(f"{WMT14}/newstest2013.en", encoding="utf-8") as f:
+        en = f.read().splitlines()[:200]
+    with open(f"{WMT14}/newstest2013.de", encoding="utf-8") as f:
+        de = f.read().splitlines()[:200]
+    (raw / "train.en").write_text("\n".join(en) + "\n", encoding="utf-8")
+    (raw / "train.de").write_text("\n".join(de) + "\n", encoding="utf-8")
+    problem = registry.problem("translate_files")
+    datagen.generate(problem, str(data_dir), str(raw), datagen.DatagenOptions(vocab_size=600),
+                     log=_quiet)
+    hparams = registry.hparams("tiny").override(TINY + ",max_length=48")
+    trainer.train(problem, hparams, str(out), str(data_dir),
+                  trainer.TrainOptions(train_steps=3, log_every_steps=100),
+                  strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=_quiet)
+    export_dir = tmp_path / "export"
+    assert exporter_cli.main([f"--output_dir={out}", f"--export_dir={export_dir}",
+                              "--beam_size=2", "--extra_length=4"]) == 0
+    assert capsys.readouterr().out.strip() == str(export_dir / "1")
+
+    with open(f"{WMT14}/newstest2014.en", encoding="utf-8") as f:
+        lines = f.read().splitlines()[:20]
+    source, target = tmp_path / "in.en", tmp_path / "out.de"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert decoder_cli.main([f"--output_dir={out}", f"--decode_from_file={source}",
+                             f"--decode_to_file={target}", "--beam_size=2",
+                             "--extra_length=4"]) == 0
+    expected = target.read_text(encoding="utf-8").split("\n")[:-1]
+    long_line = " ".join(["translation"] * 400)
+    got = _fresh(TEXT_CODE, {"path": str(export_dir / "1"), "batches": {
+        "real": lines, "odd": ["", long_line, "   "]}})
+    assert got["real"] == expected
+    assert got["odd"][0] == "" and got["odd"][2] == "" and got["odd_scores"][0] == 0.0
+    assert isinstance(got["odd"][1], str)
+
+    # The ids-only copy loads without tensorflow_text.
+    ids = [problem.encode(lines[0]) + [1]]
+    got_ids = _fresh(IDS_CODE, {"path": str(export_dir / "1" / "ids"), "inputs": ids})
+    model, *_ = checkpoints.load_model(str(out))
+    want = decoding.Decoder(model, decoding.DecodeOptions(beam_size=2, extra_length=4)).decode(ids)
+    assert _strip(got_ids["ids"][0]) == want[0][0][0]
+
+    shown = subprocess.run([SAVED_MODEL_CLI, "show", "--all", "--dir", str(export_dir / "1")],
+                           capture_output=True, text=True, timeout=300)
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert "signature_def['serving_default']" in shown.stdout
+    assert "signature_def['translate_ids']" in shown.stdout
+    assert os.path.exists(export_dir / "1" / "assets" / "vocab.translate_files.model")
