@@ -35,6 +35,25 @@ class DecodeOptions:
         return cls(**values)
 
 
+MIN_SOURCE_BUCKET = 8
+
+
+def padded_source_length(length: int) -> int:
+    """Sources are padded to a power of two (at least 8): few shapes to trace."""
+    padded = MIN_SOURCE_BUCKET
+    while padded < length:
+        padded *= 2
+    return padded
+
+
+def source_buckets(max_length: int) -> list[int]:
+    """Every padded source length up to the first that holds `max_length`."""
+    buckets = [MIN_SOURCE_BUCKET]
+    while buckets[-1] < max_length:
+        buckets.append(buckets[-1] * 2)
+    return buckets
+
+
 class Decoder:
     """Traces one decoding function per padded source length and reuses it."""
 
@@ -66,7 +85,7 @@ class Decoder:
         for start in range(0, len(order), size):
             chunk = order[start:start + size]
             longest = max(1, max(len(sources[i]) for i in chunk))
-            padded_length = -(-longest // 8) * 8  # Few distinct shapes to trace.
+            padded_length = padded_source_length(longest)
             batch = np.zeros((len(chunk), padded_length), np.int32)
             for row, i in enumerate(chunk):
                 batch[row, :len(sources[i])] = sources[i]

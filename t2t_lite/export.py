@@ -9,11 +9,11 @@ Signatures:
                    (only for problems with a SentencePiece vocabulary: translation)
 
 Decoding is `decoding.search` exactly as `decoding.Decoder` runs it: the
-batch is cut to its longest row, padded to a multiple of 8, and searched with
-max_decode_length = padded length + extra_length, so the exported model gives
-the ids t2t_lite-decoder gives. The search needs a static length, so the
-exported function holds one traced search per padded length 8, 16, ...,
-max_length (rounded up to 8) and picks the branch at run time
+batch is cut to its longest row, padded to a power of two (at least 8), and
+searched with max_decode_length = padded length + extra_length, so the exported
+model gives the ids t2t_lite-decoder gives. The search needs a static length, so
+the exported function holds one traced search per padded length 8, 16, 32, ...
+up to the first that holds max_length, and picks the branch at run time
 (`tf.switch_case`); inputs longer than hparams.max_length are truncated to
 max_length - 1 tokens + EOS (as t2t_lite-decoder truncates file lines).
 
@@ -47,7 +47,6 @@ from t2t_lite import checkpoints, decoding
 from t2t_lite.model import EOS_ID
 
 IDS_SUBDIR = "ids"
-_BUCKET = 8  # decoding.Decoder pads each batch to a multiple of 8.
 
 
 class ExportError(ValueError):
@@ -78,10 +77,6 @@ def directory_size(path: str) -> int:
                for root, _, files in os.walk(path) for f in files)
 
 
-def _ceil_to(x, multiple):
-    return (x + multiple - 1) // multiple * multiple
-
-
 def _truncate(ids, max_length: int):
     """ids int32 [B, S] -> [B, min(S, max_length)]; long rows keep max_length-1 tokens + EOS."""
     positions = tf.range(1, tf.shape(ids)[1] + 1)
@@ -97,8 +92,10 @@ def _decode_ids(model, ids, options: decoding.DecodeOptions, max_length: int):
     ids = _truncate(tf.cast(ids, tf.int32), max_length)
     positions = tf.range(1, tf.shape(ids)[1] + 1)
     longest = tf.maximum(1, tf.reduce_max(tf.where(ids != 0, positions[None, :], 0)))
-    padded = _ceil_to(longest, _BUCKET)
-    buckets = list(range(_BUCKET, _ceil_to(max_length, _BUCKET) + 1, _BUCKET))
+    buckets = decoding.source_buckets(max_length)
+    # The first bucket that holds the longest row, as decoding.Decoder pads.
+    index = tf.reduce_sum(tf.cast(tf.constant(buckets) < longest, tf.int32))
+    padded = tf.gather(tf.constant(buckets), index)
     widest = buckets[-1] + options.extra_length
 
     def branch(length):
@@ -112,7 +109,7 @@ def _decode_ids(model, ids, options: decoding.DecodeOptions, max_length: int):
             return tf.ensure_shape(best, [None, widest]), scores[:, 0]
         return fn
 
-    best, scores = tf.switch_case(padded // _BUCKET - 1, [branch(n) for n in buckets])
+    best, scores = tf.switch_case(index, [branch(n) for n in buckets])
     return best[:, :padded + options.extra_length], scores
 
 

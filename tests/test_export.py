@@ -77,7 +77,8 @@ def test_translate_ids_matches_decoder_without_tensorflow_text(reverse_run, tmp_
     want = decoding.Decoder(model, options).decode(expected)
     assert [_strip(row) for row in got["ids"]] == [best[0][0] for best in want]
     np.testing.assert_allclose(got["scores"], [best[0][1] for best in want], atol=1e-4)
-    assert len(got["ids"][0]) == 24 + 7  # Padded length (longest 24 -> 24) + extra_length.
+    # Padded length (the longest row, 24, padded to a power of two: 32) + extra_length.
+    assert len(got["ids"][0]) == decoding.padded_source_length(24) + 7 == 39
 
     # The exported variables hold the checkpoint's weights.
     reader = tf.train.load_checkpoint(str(export_dir / "1" / "variables" / "variables"))
