@@ -11,37 +11,13 @@ import glob
 import json
 import os
 import random
-import tempfile
 import time
 
+from t2t_lite.run_dir import atomic_write_bytes
 from t2t_lite.text_encoder import EOS_ID, DataError, normalize
 
 ENCODE_BATCH = 1024  # Pairs per call of the in-graph tokenizer.
 _STATS = ("written", "skipped_empty", "source_tokens", "target_tokens")
-
-
-def atomic_write_bytes(path: str, data: bytes) -> None:
-    """Writes `data` to a temporary file beside `path`, then renames it."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=os.path.basename(path))
-    try:
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 -> what open() would give.
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def remove_temporaries(data_dir: str, problem_name: str) -> None:

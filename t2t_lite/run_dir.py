@@ -22,14 +22,15 @@ class RunDirError(ValueError):
     """An output directory that cannot be used as asked."""
 
 
-def atomic_write_text(path: str, text: str) -> None:
-    """Writes `text` to a temporary file beside `path`, then renames it."""
+def atomic_write_bytes(path: str, data: bytes) -> None:
+    """Writes `data` to a temporary file beside `path`, then renames it."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=os.path.basename(path))
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 -> what open() would give.
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -37,6 +38,17 @@ def atomic_write_text(path: str, text: str) -> None:
         if os.path.exists(tmp):
             os.remove(tmp)
         raise
+
+
+def atomic_write_text(path: str, text: str) -> None:
+    """`atomic_write_bytes` of UTF-8 text."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def read_run(output_dir: str) -> tuple[HParams, dict]:
