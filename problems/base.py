@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from t2t_lite.text_encoder import strip_ids
+
 PAD_ID = 0
 EOS_ID = 1
 SPLITS = ("train", "dev", "test")
@@ -60,11 +62,4 @@ class Problem:
     @staticmethod
     def strip_ids(ids) -> list[int]:
         """Ids up to (not including) the first EOS, padding removed."""
-        out = []
-        for token in ids:
-            token = int(token)
-            if token == EOS_ID:
-                break
-            if token != PAD_ID:
-                out.append(token)
-        return out
+        return strip_ids(ids)

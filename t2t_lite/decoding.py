@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from t2t_lite import beam_search
 from t2t_lite.model import EOS_ID
+from t2t_lite.text_encoder import strip_ids
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,7 +94,7 @@ class Decoder:
             ids, scores = ids.numpy(), scores.numpy()
             keep = self.options.beam_size if self.options.return_beams else 1
             for row, i in enumerate(chunk):
-                results[i] = [(_strip(ids[row, k]), float(scores[row, k])) for k in range(keep)]
+                results[i] = [(strip_ids(ids[row, k]), float(scores[row, k])) for k in range(keep)]
         return results
 
 
@@ -135,16 +136,6 @@ def search(model, inputs, beam_size: int, alpha: float, max_decode_length: int,
     return beam_search.beam_search(
         next_fn, dynamic, batch, beam_size, max_decode_length, EOS_ID, alpha=alpha,
         vocab_size=model.vocab_size, min_decode_length=min_decode_length)
-
-
-def _strip(ids) -> list[int]:
-    out = []
-    for token in ids:
-        if token == EOS_ID:
-            break
-        if token != 0:
-            out.append(int(token))
-    return out
 
 
 @dataclasses.dataclass(frozen=True)

@@ -34,6 +34,18 @@ from typing import Iterable
 
 PAD_ID = 0
 EOS_ID = 1
+
+
+def strip_ids(ids: Iterable[int]) -> list[int]:
+    """Ids up to (not including) the first EOS, padding removed."""
+    out = []
+    for token in ids:
+        token = int(token)
+        if token == EOS_ID:
+            break
+        if token != PAD_ID:
+            out.append(token)
+    return out
 UNK_ID = 2
 NUM_RESERVED = 3 + 256  # pad, EOS, unk and the 256 byte pieces.
 MODEL_SUFFIX = ".model"
@@ -108,14 +120,7 @@ class SubwordVocab:
 
     def decode(self, ids: Iterable[int]) -> str:
         """Ids -> plain text; stops at the first EOS, ignores padding."""
-        out = []
-        for token in ids:
-            token = int(token)
-            if token == EOS_ID:
-                break
-            if token != PAD_ID:
-                out.append(token)
-        return self._sp.decode(out)
+        return self._sp.decode(strip_ids(ids))
 
     def id_to_piece(self, token: int) -> str:
         return self._sp.id_to_piece(int(token))
