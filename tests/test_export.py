@@ -13,6 +13,7 @@ from conftest import SHARED
 from t2t_lite import checkpoints, datagen, decoding, export, registry, trainer
 from t2t_lite.bin import decoder as decoder_cli
 from t2t_lite.bin import exporter as exporter_cli
+from t2t_lite.text_encoder import strip_ids
 
 TINY = "dropout_rate=0.0,num_layers=1,d_model=32,d_ff=64,num_heads=2,batch_size=256"
 WMT14 = os.path.join(SHARED, "data", "wmt14")
@@ -54,7 +55,7 @@ print(json.dumps({"ids": out["ids"].numpy().tolist(), "scores": out["scores"].nu
 
 
 def _strip(row):
-    return decoding._strip(np.asarray(row))
+    return strip_ids(np.asarray(row))
 
 
 def test_translate_ids_matches_decoder_without_tensorflow_text(reverse_run, tmp_path, capsys):
