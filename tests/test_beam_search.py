@@ -338,3 +338,73 @@ def test_tf_function_dynamic_batch():
     t_seqs, t_scores = decode(tf.constant([2, 1]), tf.constant(biases))
     np.testing.assert_array_equal(t_seqs.numpy(), seqs)
     np.testing.assert_allclose(t_scores.numpy(), scores, rtol=1e-5)
+
+
+# 8. Vocabularies large enough for the chunked top-k (and a V that needs padding).
+@pytest.mark.parametrize("vocab", [100, 8192, 6000])
+def test_top_k_rows_equals_full_sort(vocab):
+    import tensorflow as tf
+
+    from t2t_lite.beam_search import _top_k_rows
+
+    x = np.random.default_rng(vocab).normal(size=(7, vocab)).astype(np.float32)
+    order = np.argsort(-x, axis=1)[:, :9]
+    fn = tf.function(lambda t: _top_k_rows(t, 9),
+                     input_signature=[tf.TensorSpec([None, vocab], tf.float32)])
+    for values, indices in (_top_k_rows(ops.convert_to_tensor(x), 9), fn(x)):
+        np.testing.assert_array_equal(np.asarray(indices), order)
+        np.testing.assert_array_equal(np.asarray(values), np.take_along_axis(x, order, 1))
+
+
+class HashModel:
+    """Fake decoder with a large vocabulary: logits = table[hash of the prefix] + bias."""
+
+    def __init__(self, vocab, rows=997, seed=0):
+        rng = np.random.default_rng(seed)
+        self.table = rng.normal(0.0, 2.0, size=(rows, vocab)).astype(np.float32)
+        self.table[:, PAD] = NEG
+        self.table[:, EOS] += 6.0  # Most hypotheses finish within 6 tokens.
+        self.vocab, self.rows = vocab, rows
+
+    def next_fn(self, ids, index, cache):
+        code = (cache * self.vocab + ids) % self.rows
+        return ops.take(ops.convert_to_tensor(self.table), code, axis=0), code
+
+    def log_probs(self, code):
+        logits = self.table[code].astype(np.float64)
+        m = logits.max()
+        return logits - m - np.log(np.exp(logits - m).sum())
+
+
+def reference_beam_search(model, c0, beam_size, max_len, alpha, min_len):
+    """tensor2tensor's beam search over all K*V extensions, in float64 NumPy."""
+    alive, finished = [((), 0.0, c0)], []
+    for i in range(max_len):
+        candidates = []
+        for seq, logp, code in alive:
+            code = (code * model.vocab + (seq[-1] if seq else 0)) % model.rows
+            log_probs = model.log_probs(code)
+            if i + 1 < min_len:
+                log_probs[EOS] = -np.inf
+            candidates += [(seq + (t,), logp + log_probs[t], code) for t in range(model.vocab)]
+        top = sorted(candidates, key=lambda c: -c[1])[:2 * beam_size]
+        alive = [c for c in top if c[0][-1] != EOS][:beam_size]
+        finished += [(c[0], c[1] / lp(i + 1, alpha)) for c in top if c[0][-1] == EOS]
+        finished = sorted(finished, key=lambda c: -c[1])[:beam_size]
+    return finished
+
+
+@pytest.mark.parametrize("min_len", [0, 3])
+def test_large_vocab_matches_reference(min_len):
+    model = HashModel(vocab=6000)
+    c0s, beam_size, max_len, alpha = [5, 17, 300], 4, 6, 0.6
+    seqs, scores = beam_search(model.next_fn, ops.convert_to_tensor(np.int32(c0s)), 3,
+                               beam_size, max_len, EOS, alpha=alpha,
+                               min_decode_length=min_len)
+    for row, c0 in enumerate(c0s):
+        expected = reference_beam_search(model, c0, beam_size, max_len, alpha, min_len)
+        assert expected
+        for k, (seq, score) in enumerate(expected):
+            assert np.asarray(seqs)[row, k].tolist() == padded(seq, max_len)
+            np.testing.assert_allclose(np.asarray(scores)[row, k], score, rtol=1e-5)
+        assert np.all(np.asarray(scores)[row, len(expected):] < 0.5 * NEG)  # empty slots
