@@ -213,7 +213,8 @@ def _is_not_finished(state, max_decode_length, alpha):
 
 
 def beam_search(next_fn, initial_cache, batch_size, beam_size, max_decode_length, eos_id,
-                alpha=0.6, vocab_size=None, min_decode_length=0, start_id=0):
+                alpha=0.6, vocab_size=None, min_decode_length=0, start_id=0,
+                cache_lengths=None, grow_cache=None):
     """Beam search decoding (Vaswani et al. 2017, section 6.1; tensor2tensor).
 
     Args:
@@ -231,6 +232,8 @@ def beam_search(next_fn, initial_cache, batch_size, beam_size, max_decode_length
         min_decode_length: EOS is forbidden while fewer than this many tokens
             (EOS included) would result.
         start_id: token fed at index 0.
+        cache_lengths, grow_cache: a cache that grows in segments (see
+            `_segmented_loop`); by default the loop runs once over L steps.
 
     Returns:
         (sequences int32 [B, K, L], scores float32 [B, K]), best first. A
@@ -245,11 +248,36 @@ def beam_search(next_fn, initial_cache, batch_size, beam_size, max_decode_length
         return _is_not_finished(state, max_decode_length, alpha)
 
     def body(state):
-        return (_beam_step(state, next_fn, beam_size, vocab_size, alpha, eos_id,
-                           min_decode_length, start_id),)
+        return _beam_step(state, next_fn, beam_size, vocab_size, alpha, eos_id,
+                          min_decode_length, start_id)
 
-    (state,) = ops.while_loop(cond, body, (state,))
+    state = _segmented_loop(cond, body, state, max_decode_length, cache_lengths, grow_cache)
     return _finalize(state, alpha)
+
+
+def _segmented_loop(cond, body, state, max_decode_length, cache_lengths, grow_cache):
+    """Runs `body` while `cond`, the cache growing between segments.
+
+    A decoder's self-attention cache must have a fixed shape inside a compiled
+    loop, but attending over (and reordering) all L slots from the first step
+    wastes most of the work. With `cache_lengths` = [l_1 < l_2 < ... = L] the
+    loop runs while index < l_1 on a cache of l_1 positions, then
+    `grow_cache(cache, l_2)` pads it, and so on: one loop per segment, each
+    with static shapes. A segment whose condition is already false (finished
+    early) runs no step.
+    """
+    lengths = list(cache_lengths or [max_decode_length])
+    if lengths[-1] != max_decode_length or lengths != sorted(set(lengths)):
+        raise ValueError(f"cache_lengths must increase to {max_decode_length}: {lengths}")
+    for segment, length in enumerate(lengths):
+        if segment:
+            state = state._replace(cache=grow_cache(state.cache, length))
+
+        def segment_cond(state, length=length):
+            return ops.logical_and(cond(state), state.index < length)
+
+        (state,) = ops.while_loop(segment_cond, lambda state: (body(state),), (state,))
+    return state
 
 
 def _finalize(state, alpha):
@@ -289,7 +317,7 @@ def _greedy_step(state, next_fn, eos_id, min_decode_length, start_id):
 
 
 def greedy_search(next_fn, initial_cache, batch_size, max_decode_length, eos_id, start_id=0,
-                  min_decode_length=0):
+                  min_decode_length=0, cache_lengths=None, grow_cache=None):
     """Greedy (argmax) decoding; `beam_search` with the same `next_fn` contract, K = 1.
 
     Args:
@@ -302,6 +330,7 @@ def greedy_search(next_fn, initial_cache, batch_size, max_decode_length, eos_id,
         start_id: token fed at index 0.
         min_decode_length: EOS is forbidden while fewer than this many tokens
             (EOS included) would result.
+        cache_lengths, grow_cache: as in `beam_search`.
 
     Returns:
         (sequences int32 [B, L], scores float32 [B]): tokens with EOS then 0s;
@@ -321,7 +350,7 @@ def greedy_search(next_fn, initial_cache, batch_size, max_decode_length, eos_id,
         return ops.logical_and(state.index < max_decode_length, not_done)
 
     def body(state):
-        return (_greedy_step(state, next_fn, eos_id, min_decode_length, start_id),)
+        return _greedy_step(state, next_fn, eos_id, min_decode_length, start_id)
 
-    (state,) = ops.while_loop(cond, body, (state,))
+    state = _segmented_loop(cond, body, state, max_decode_length, cache_lengths, grow_cache)
     return state.seq, state.scores

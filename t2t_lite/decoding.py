@@ -98,6 +98,18 @@ class Decoder:
         return results
 
 
+FIRST_CACHE_LENGTH = 16
+
+
+def cache_lengths(max_decode_length: int) -> list[int]:
+    """Self-attention cache sizes the search grows through: 16, 32, ... below L, then L."""
+    lengths, length = [], FIRST_CACHE_LENGTH
+    while length < max_decode_length:
+        lengths.append(length)
+        length *= 2
+    return lengths + [max_decode_length]
+
+
 def search(model, inputs, beam_size: int, alpha: float, max_decode_length: int,
            min_decode_length: int = 0):
     """Beam search (greedy for beam 1) over the model's cached decoder.
@@ -113,7 +125,8 @@ def search(model, inputs, beam_size: int, alpha: float, max_decode_length: int,
       (ids int32 [B, K, L], scores float32 [B, K]), best first; K = 1 for greedy.
     """
     encoder_output, input_mask = model.encode(inputs, training=False)
-    cache = model.init_cache(encoder_output, input_mask, max_decode_length)
+    lengths = cache_lengths(max_decode_length)
+    cache = model.init_cache(encoder_output, input_mask, lengths[0])
     static = {"cross": [layer["cross"] for layer in cache["layers"]],
               "input_mask": cache["input_mask"]}
     if beam_size > 1:  # Rows b * K + k, as beam_search flattens them.
@@ -128,14 +141,15 @@ def search(model, inputs, beam_size: int, alpha: float, max_decode_length: int,
         return logits, [layer["self"] for layer in new["layers"]]
 
     batch = tf.shape(inputs)[0]
+    growth = dict(cache_lengths=lengths, grow_cache=model.grow_self_cache,
+                  min_decode_length=min_decode_length)
     if beam_size == 1:
         ids, scores = beam_search.greedy_search(
-            next_fn, dynamic, batch, max_decode_length, EOS_ID,
-            min_decode_length=min_decode_length)
+            next_fn, dynamic, batch, max_decode_length, EOS_ID, **growth)
         return ids[:, None, :], scores[:, None]
     return beam_search.beam_search(
         next_fn, dynamic, batch, beam_size, max_decode_length, EOS_ID, alpha=alpha,
-        vocab_size=model.vocab_size, min_decode_length=min_decode_length)
+        vocab_size=model.vocab_size, **growth)
 
 
 @dataclasses.dataclass(frozen=True)

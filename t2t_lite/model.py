@@ -185,6 +185,13 @@ class Transformer(keras.Model):
             })
         return {"layers": layers, "input_mask": input_mask}
 
+    @staticmethod
+    def grow_self_cache(self_caches, length):
+        """Pads per-layer self-attention caches [B, H, l, d] with zeros to `length` slots."""
+        def pad(x):
+            return ops.pad(x, [[0, 0], [0, 0], [0, length - x.shape[2]], [0, 0]])
+        return keras.tree.map_structure(pad, self_caches)
+
     def decode_step(self, ids, index, cache):
         """One cached decoder step.
 

@@ -408,3 +408,61 @@ def test_large_vocab_matches_reference(min_len):
             assert np.asarray(seqs)[row, k].tolist() == padded(seq, max_len)
             np.testing.assert_allclose(np.asarray(scores)[row, k], score, rtol=1e-5)
         assert np.all(np.asarray(scores)[row, len(expected):] < 0.5 * NEG)  # empty slots
+
+
+# 9. A cache that grows in segments (decoding.search grows the self-attention cache).
+class SlotModel(PrefixModel):
+    """PrefixModel whose prefix is read back from a cache of slots [N, l]: a token
+    written at an index beyond the cache is lost and changes later logits."""
+
+    def next_fn(self, ids, index, cache):
+        self.calls += 1
+        slots = cache["slots"]
+        positions = ops.arange(slots.shape[1], dtype="int32")
+        slots = ops.where(positions == index, ids[:, None], slots)
+        powers = ops.convert_to_tensor(np.int32(self.vocab) ** np.arange(8, dtype=np.int32))
+        weights = ops.where(positions <= index,
+                            ops.take(powers, ops.maximum(index - positions, 0)), 0)
+        code = cache["c0"] * ops.take(powers, index + 1) + ops.sum(slots * weights, axis=1)
+        return ops.take(self.table, code, axis=0), {"c0": cache["c0"], "slots": slots}
+
+    def slot_cache(self, c0s, length):
+        return {"c0": ops.convert_to_tensor(np.int32(c0s)),
+                "slots": ops.zeros((len(c0s), length), "int32")}
+
+    @staticmethod
+    def grow(cache, length):
+        slots = cache["slots"]
+        return {"c0": cache["c0"],
+                "slots": ops.pad(slots, [[0, 0], [0, length - slots.shape[1]]])}
+
+
+@pytest.mark.parametrize("lengths", [[5], [2, 5], [1, 3, 4, 5]])
+def test_segmented_cache_equals_prefix_model(lengths):
+    vocab, max_len = 4, 5
+    table = random_table(12, vocab, max_len, eos_shift=-0.5)
+    prefix, slots = PrefixModel(table), SlotModel(table)
+    c0s = [1, 3]
+    seqs, scores = run_beam(prefix, c0s, None, 3, max_len, 0.6)
+    s_seqs, s_scores = beam_search(slots.next_fn, slots.slot_cache(c0s, lengths[0]), 2, 3,
+                                   max_len, EOS, alpha=0.6, cache_lengths=lengths,
+                                   grow_cache=slots.grow)
+    np.testing.assert_array_equal(np.asarray(s_seqs), seqs)
+    np.testing.assert_allclose(np.asarray(s_scores), scores, rtol=1e-6)
+    g_seqs, g_scores = run_greedy(prefix, c0s, None, max_len)
+    sg_seqs, sg_scores = greedy_search(slots.next_fn, slots.slot_cache(c0s, lengths[0]), 2,
+                                       max_len, EOS, cache_lengths=lengths,
+                                       grow_cache=slots.grow)
+    np.testing.assert_array_equal(np.asarray(sg_seqs), g_seqs)
+    np.testing.assert_allclose(np.asarray(sg_scores), g_scores, rtol=1e-6)
+
+
+def test_segmented_cache_stops_early_and_checks_lengths():
+    model = SlotModel(eos_first_model(max_len=10).table_np)
+    beam_search(model.next_fn, model.slot_cache([1], 2), 1, 2, 10, EOS,
+                cache_lengths=[2, 4, 8, 10], grow_cache=model.grow)
+    assert model.calls == 2  # Finished in the first segment; later ones run no step.
+    for bad in ([2, 4], [4, 2, 10], [2, 2, 10]):
+        with pytest.raises(ValueError, match="cache_lengths"):
+            beam_search(model.next_fn, model.slot_cache([1], bad[0]), 1, 2, 10, EOS,
+                        cache_lengths=bad, grow_cache=model.grow)

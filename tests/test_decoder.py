@@ -72,6 +72,23 @@ def test_batched_equals_one_by_one_and_beam1_equals_greedy(run_dir):
         np.testing.assert_allclose([s for _, s in a], [s for _, s in c], atol=1e-4)
 
 
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_growing_cache_equals_full_length_cache(beam_size, monkeypatch):
+    from t2t_lite.model import Transformer
+
+    hparams = registry.hparams("tiny").override("num_layers=2,d_model=32,d_ff=64,num_heads=2")
+    model = Transformer.from_hparams(hparams, 50)
+    inputs = tf.constant(np.random.default_rng(1).integers(2, 50, (3, 8)), tf.int32)
+    assert decoding.cache_lengths(40) == [16, 32, 40]
+    grown = decoding.search(model, inputs, beam_size, 0.6, 40, min_decode_length=37)
+    monkeypatch.setattr(decoding, "FIRST_CACHE_LENGTH", 64)
+    assert decoding.cache_lengths(40) == [40]
+    full = decoding.search(model, inputs, beam_size, 0.6, 40, min_decode_length=37)
+    assert np.count_nonzero(grown[0].numpy()[:, 0]) >= 3 * 37  # Decoded past 32 steps.
+    np.testing.assert_array_equal(grown[0].numpy(), full[0].numpy())
+    np.testing.assert_allclose(grown[1].numpy(), full[1].numpy(), rtol=1e-5)
+
+
 @pytest.mark.parametrize("args, message", [
     (["--checkpoint=ckpt-999"], "checkpoint 'ckpt-999' not found"),
     (["--decode_from_file=/nonexistent/in.txt"], "/nonexistent/in.txt: file not found"),
