@@ -152,3 +152,30 @@ def test_checkpoint_holds_every_weight(tiny_hparams, tmp_path):
     tf.train.Checkpoint(model=checkpoints.model_weights(other)).read(path).expect_partial()
     for a, b in zip(model.weights, other.weights):
         np.testing.assert_array_equal(np.array(a), np.array(b))
+
+
+def test_projection_gradient_builds_no_tensor_larger_than_the_logits():
+    """The pre-softmax projection's gradient stays a matmul: no [V, D, B, T] outer product."""
+    from t2t_lite.layers.embedding import SharedEmbedding
+
+    vocab, d_model, batch, length = 300, 16, 4, 7
+    embedding = SharedEmbedding(vocab, d_model)
+    embedding.build()
+
+    @tf.function(input_signature=[tf.TensorSpec([batch, length, d_model], tf.float32)])
+    def grads(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            loss = tf.reduce_sum(embedding.project(x) ** 2)
+        return tape.gradient(loss, [x, embedding.embeddings.value])
+
+    graph = grads.get_concrete_function().graph
+    largest = max(output.shape.num_elements() or 0
+                  for op in graph.get_operations() for output in op.outputs)
+    assert largest <= batch * length * vocab  # The logits, or their gradient.
+    x = tf.random.normal([batch, length, d_model])
+    dx, dw = grads(x)
+    logits = tf.einsum("btd,vd->btv", x, embedding.embeddings)
+    np.testing.assert_allclose(dw, tf.einsum("btv,btd->vd", 2 * logits, x), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(dx, tf.einsum("btv,vd->btd", 2 * logits, embedding.embeddings),
+                               rtol=1e-4, atol=1e-4)

@@ -46,8 +46,13 @@ class SharedEmbedding(keras.layers.Layer):
     def project(self, x):
         """[..., D] -> float32 logits [..., V] (the pre-softmax linear layer)."""
         weights = ops.cast(self.embeddings, "float32")
-        # x E^T as an einsum: a matmul with a transposed operand, no copy of E.
-        return ops.einsum("...d,vd->...v", ops.cast(x, "float32"), weights)
+        shape = ops.shape(x)
+        rows = ops.reshape(ops.cast(x, "float32"), (-1, self.d_model))
+        # x E^T as a 2-D einsum: a matmul with a transposed operand, no copy of E.
+        # (With "...d,vd->...v" TensorFlow's einsum gradient broadcasts to a
+        # [V, D, B, T] tensor, gigabytes for a real vocabulary.)
+        logits = ops.einsum("nd,vd->nv", rows, weights)
+        return ops.reshape(logits, tuple(shape[:-1]) + (self.vocab_size,))
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape) + (self.d_model,)
