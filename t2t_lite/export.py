@@ -30,7 +30,9 @@ written to EXPORT_DIR/<version>/ids/ (same weights, only translate_ids); for
 algorithmic problems the main SavedModel has no such op and is ids-only.
 
 The version directory is written under a temporary name inside EXPORT_DIR and
-renamed at the end, so a failed export leaves no partial version.
+renamed at the end, so a failed export leaves no partial version. The
+temporary name holds the exporting process's id; the next export removes those
+of processes that no longer run (an export killed by a signal).
 """
 
 from __future__ import annotations
@@ -70,6 +72,32 @@ def next_version(export_dir: str) -> int:
         return 1
     versions = [int(n) for n in os.listdir(export_dir) if n.isdigit()]
     return max(versions, default=0) + 1
+
+
+TMP_PREFIX = ".tmp-export-"
+
+
+def _process_running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # Someone else's process.
+        return True
+    return True
+
+
+def remove_stale_temporaries(export_dir: str) -> list[str]:
+    """Removes EXPORT_DIR/.tmp-export-<pid>-* left by processes that are gone."""
+    removed = []
+    for name in sorted(os.listdir(export_dir)):
+        fields = name[len(TMP_PREFIX):].split("-", 1)
+        if not name.startswith(TMP_PREFIX) or not fields[0].isdigit():
+            continue
+        if not _process_running(int(fields[0])):
+            shutil.rmtree(os.path.join(export_dir, name), ignore_errors=True)
+            removed.append(name)
+    return removed
 
 
 def directory_size(path: str) -> int:
@@ -195,7 +223,9 @@ def export(output_dir: str, export_dir: str, checkpoint: str | None = None,
         problem.vocab  # noqa: B018  (raises the ProblemError that says what to run)
 
     os.makedirs(export_dir, exist_ok=True)
-    tmp = tempfile.mkdtemp(dir=export_dir, prefix=".tmp-export-")
+    for name in remove_stale_temporaries(export_dir):
+        log(f"removed {name}, left by an interrupted export")
+    tmp = tempfile.mkdtemp(dir=export_dir, prefix=f"{TMP_PREFIX}{os.getpid()}-")
     try:
         ids_module = _IdsModule(model, options, max_length)
         ids_signatures = {"translate_ids": ids_module.translate_ids.get_concrete_function()}

@@ -103,9 +103,36 @@ def test_translate_ids_matches_decoder_without_tensorflow_text(reverse_run, tmp_
     assert sorted(os.listdir(export_dir)) == ["1", "2"]
 
 
+def test_export_killed_by_sigkill_is_cleaned_up_by_the_next(reverse_run, tmp_path):
+    import signal
+    import time
+
+    export_dir = tmp_path / "export"
+    exporter = os.path.join(os.path.dirname(sys.executable), "t2t_lite-exporter")
+    process = subprocess.Popen([exporter, f"--output_dir={reverse_run}",
+                                f"--export_dir={export_dir}"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while not (export_dir.is_dir() and os.listdir(export_dir)) and time.time() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    left = os.listdir(export_dir)
+    assert len(left) == 1 and left[0].startswith(f".tmp-export-{process.pid}-"), left
+    alive = export_dir / f".tmp-export-{os.getpid()}-running"  # An export still running.
+    alive.mkdir()
+    logged = []
+    result = export.export(reverse_run, str(export_dir), log=logged.append)
+    assert result.version == 1
+    assert sorted(os.listdir(export_dir)) == sorted(["1", alive.name])
+    assert any(left[0] in line for line in logged)
+
+
 @pytest.mark.parametrize("args, message", [
     (["--checkpoint=ckpt-999"], "checkpoint 'ckpt-999' not found"),
     (None, "holds no t2t_lite run"),
+    (["--beam_size=0"], "beam_size must be >= 1"),
+    (["--extra_length=-1"], "extra_length >= 0"),
 ])
 def test_errors_are_one_line(reverse_run, tmp_path, args, message, capsys):
     output_dir = reverse_run if args is not None else str(tmp_path / "empty")
