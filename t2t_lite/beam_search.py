@@ -102,16 +102,17 @@ def _init_state(initial_cache, batch_size, beam_size, max_decode_length):
 TOP_K_CHUNK = 128  # Entries per chunk in `_top_k_rows`.
 
 
-def _top_k_rows(x, k):
+def _top_k_rows(x, k, vocab):
     """Top k of each row of x float32 [N, V]: (values [N, k], int32 indices [N, k]).
+
+    `vocab` is V, a Python int (the static width of x).
 
     A row's k largest entries lie in the k chunks (of TOP_K_CHUNK entries) whose
     maxima are largest, so one pass of chunk maxima and a top-k over k chunks
     replace a top-k over all V entries, which is several times slower on CPU
     for V in the tens of thousands.
     """
-    vocab = x.shape[-1]
-    if vocab < 4 * k * TOP_K_CHUNK:
+    if vocab < 4 * k * TOP_K_CHUNK:  # Few chunks per candidate: a plain top-k is as fast.
         values, indices = ops.top_k(x, k=k)
         return values, ops.cast(indices, "int32")
     padding = -vocab % TOP_K_CHUNK
@@ -142,7 +143,7 @@ def _grow_topk(state, next_fn, beam_size, vocab_size, eos_id, min_decode_length,
     logits = ops.cast(logits, "float32")  # [B*K, V]
     vocab = vocab_size or logits.shape[-1]
     per_beam = min(2 * beam_size, vocab)
-    top_logits, top_tokens = _top_k_rows(logits, per_beam)  # [B*K, k']
+    top_logits, top_tokens = _top_k_rows(logits, per_beam, vocab)  # [B*K, k']
     log_probs = top_logits - ops.logsumexp(logits, axis=-1, keepdims=True)
     forbid = ops.logical_and(top_tokens == eos_id, state.index + 1 < min_decode_length)
     log_probs = ops.where(forbid, NEG_INF, log_probs)

@@ -91,10 +91,8 @@ def remove_stale_temporaries(export_dir: str) -> list[str]:
     """Removes EXPORT_DIR/.tmp-export-<pid>-* left by processes that are gone."""
     removed = []
     for name in sorted(os.listdir(export_dir)):
-        fields = name[len(TMP_PREFIX):].split("-", 1)
-        if not name.startswith(TMP_PREFIX) or not fields[0].isdigit():
-            continue
-        if not _process_running(int(fields[0])):
+        pid = name[len(TMP_PREFIX):].split("-", 1)[0] if name.startswith(TMP_PREFIX) else ""
+        if pid.isdigit() and not _process_running(int(pid)):
             shutil.rmtree(os.path.join(export_dir, name), ignore_errors=True)
             removed.append(name)
     return removed

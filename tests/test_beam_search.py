@@ -349,9 +349,9 @@ def test_top_k_rows_equals_full_sort(vocab):
 
     x = np.random.default_rng(vocab).normal(size=(7, vocab)).astype(np.float32)
     order = np.argsort(-x, axis=1)[:, :9]
-    fn = tf.function(lambda t: _top_k_rows(t, 9),
+    fn = tf.function(lambda t: _top_k_rows(t, 9, vocab),
                      input_signature=[tf.TensorSpec([None, vocab], tf.float32)])
-    for values, indices in (_top_k_rows(ops.convert_to_tensor(x), 9), fn(x)):
+    for values, indices in (_top_k_rows(ops.convert_to_tensor(x), 9, vocab), fn(x)):
         np.testing.assert_array_equal(np.asarray(indices), order)
         np.testing.assert_array_equal(np.asarray(values), np.take_along_axis(x, order, 1))
 
