@@ -1,19 +1,30 @@
-"""The Problem base class: what a dataset must provide to train and decode.
+"""The Problem base class: what a dataset must provide to train, decode and evaluate.
 
 Every problem yields examples `{"inputs": int32 [S], "targets": int32 [T]}`
-with EOS appended to both sides, over one shared vocabulary where 0 is padding
-and 1 is EOS (tensor2tensor's reserved ids). Splits are "train", "dev" and
-"test".
+with EOS appended to both sides; 0 is padding and 1 is EOS (`t2t_lite.ids`,
+tensor2tensor's reserved ids). Splits are "train", "dev" and "test".
+
+Vocabularies: by default one vocabulary serves both sides (`shared_vocab`
+True, the paper's translation setup: source, target and pre-softmax share one
+matrix). A problem whose sides share nothing (a parse tree's bracket labels
+and the words, as in tensor2tensor's WSJ parsing problem) sets `shared_vocab`
+to False and gives `source_vocab_size` and `target_vocab_size`; `encode`
+then reads the source side and `decode` writes the target side.
+
+Evaluation: `eval_metrics()` lists the problem's metrics (`t2t_lite.metrics`);
+the decoder prints them and the trainer's dev evaluation logs them and keeps
+the best checkpoint by the first one.
 """
 
 from __future__ import annotations
 
+import abc
+
 import tensorflow as tf
 
-from t2t_lite.text_encoder import strip_ids
+from t2t_lite.ids import EOS_ID, PAD_ID, strip_ids
+from t2t_lite.metrics.base import ExactMatch, Metric, Score, evaluate
 
-PAD_ID = 0
-EOS_ID = 1
 SPLITS = ("train", "dev", "test")
 
 
@@ -21,39 +32,70 @@ class ProblemError(ValueError):
     """A problem cannot run as asked; the message says what to do."""
 
 
-class Problem:
-    """A registered dataset. Subclasses set `name` through the registry."""
+class Problem(abc.ABC):
+    """A registered dataset. Subclasses get `name` from `@register_problem`."""
 
     name = "problem"
     pad_id = PAD_ID
     eos_id = EOS_ID
 
+    # --- Vocabulary ---
+    @property
+    def shared_vocab(self) -> bool:
+        """True when one vocabulary serves the source and the target."""
+        return True
+
     @property
     def vocab_size(self) -> int:
         """Size of the shared vocabulary, reserved ids included."""
-        raise NotImplementedError(f"{type(self).__name__} must define vocab_size")
+        raise NotImplementedError(
+            f"{type(self).__name__} must define vocab_size, or source_vocab_size and "
+            "target_vocab_size with shared_vocab = False")
+
+    @property
+    def source_vocab_size(self) -> int:
+        return self.vocab_size
+
+    @property
+    def target_vocab_size(self) -> int:
+        return self.vocab_size
 
     def set_data_dir(self, data_dir: str | None) -> None:
         """Tells the problem where t2t_lite-datagen wrote its data (no-op by default)."""
 
+    # --- Data ---
+    @abc.abstractmethod
     def examples(self, split: str, data_dir: str | None = None) -> tf.data.Dataset:
         """Unbatched `{"inputs", "targets"}` int32 examples of `split`."""
-        raise NotImplementedError(f"{type(self).__name__} must define examples()")
 
+    @abc.abstractmethod
     def encode(self, text: str) -> list[int]:
-        """Text -> ids, without EOS."""
-        raise NotImplementedError(f"{type(self).__name__} must define encode()")
+        """Source text -> ids, without EOS."""
 
+    @abc.abstractmethod
     def decode(self, ids) -> str:
-        """Ids -> text; stops at the first EOS and ignores padding."""
-        raise NotImplementedError(f"{type(self).__name__} must define decode()")
+        """Target ids -> text; stops at the first EOS and ignores padding."""
+
+    def decode_inputs(self, ids) -> str:
+        """Source ids -> text (for showing inputs); the target decoder when shared."""
+        return self.decode(ids)
 
     def source_text(self, split: str, data_dir: str | None = None) -> list[tuple[str, str]]:
         """(source, reference) text pairs of `split`, for decoding and scoring."""
         pairs = []
         for example in self.examples(split, data_dir).as_numpy_iterator():
-            pairs.append((self.decode(example["inputs"]), self.decode(example["targets"])))
+            pairs.append((self.decode_inputs(example["inputs"]),
+                          self.decode(example["targets"])))
         return pairs
+
+    # --- Evaluation ---
+    def eval_metrics(self) -> list[Metric]:
+        """The metrics decoded output is scored with; the first one selects checkpoints."""
+        return [ExactMatch()]
+
+    def evaluate(self, hypotheses, references, sources=None) -> list[Score]:
+        """Every metric of `eval_metrics()` on decoded text (one reference per hypothesis)."""
+        return evaluate(self.eval_metrics(), hypotheses, references, sources)
 
     def check_split(self, split: str) -> None:
         if split not in SPLITS:

@@ -21,6 +21,7 @@ import os
 import tensorflow as tf
 
 from t2t_lite import datagen
+from t2t_lite.metrics.bleu import SacreBleu, TokenizedBleu
 from t2t_lite.problems.base import Problem, ProblemError
 from t2t_lite.problems.translate_corpus import FileCorpus, find_pair
 from t2t_lite.registry import register_problem
@@ -101,6 +102,10 @@ class Text2TextProblem(Problem):
 
     def decode(self, ids) -> str:
         return self.vocab.decode(ids)
+
+    def eval_metrics(self):
+        """sacreBLEU with its signature (report it), then the paper's tokenized BLEU."""
+        return [SacreBleu(), TokenizedBleu(self.target_lang)]
 
     def examples(self, split: str, data_dir: str | None = None) -> tf.data.Dataset:
         """int32 {"inputs": [S], "targets": [T]}, EOS-terminated, from the shards.

@@ -14,6 +14,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
+from t2t_lite.ids import EOS_ID, PAD_ID  # noqa: F401  (re-exported)
 from t2t_lite.layers.decoder import DecoderLayer
 from t2t_lite.layers.embedding import SharedEmbedding
 from t2t_lite.layers.encoder import EncoderLayer
@@ -21,9 +22,6 @@ from t2t_lite.layers.positional_encoding import (
     LearnedPositionalEmbedding,
     SinusoidalPositionalEncoding,
 )
-
-PAD_ID = 0
-EOS_ID = 1
 
 
 def shift_right(targets):

@@ -32,20 +32,8 @@ import sys
 import tempfile
 from typing import Iterable
 
-PAD_ID = 0
-EOS_ID = 1
+from t2t_lite.ids import EOS_ID, PAD_ID, strip_ids  # noqa: F401  (re-exported)
 
-
-def strip_ids(ids: Iterable[int]) -> list[int]:
-    """Ids up to (not including) the first EOS, padding removed."""
-    out = []
-    for token in ids:
-        token = int(token)
-        if token == EOS_ID:
-            break
-        if token != PAD_ID:
-            out.append(token)
-    return out
 UNK_ID = 2
 NUM_RESERVED = 3 + 256  # pad, EOS, unk and the 256 byte pieces.
 MODEL_SUFFIX = ".model"

@@ -1,1 +1,9 @@
-"""Evaluation metrics: corpus BLEU (sacreBLEU and tokenized multi-bleu)."""
+"""Evaluation metrics a problem declares: exact match, corpus BLEU (sacreBLEU and tokenized).
+
+`base.Metric` is the interface; `base.evaluate` scores decoded text with a
+problem's metrics.
+"""
+
+from t2t_lite.metrics.base import ExactMatch, Metric, MetricError, Score, evaluate
+
+__all__ = ["ExactMatch", "Metric", "MetricError", "Score", "evaluate"]

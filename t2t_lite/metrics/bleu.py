@@ -35,6 +35,8 @@ from typing import Sequence
 
 from sacrebleu.metrics import BLEU
 
+from t2t_lite.metrics.base import Metric, Score
+
 _ROMAN = "I II III IV V VI VII VIII IX X XI XII XIII XIV XV XVI XVII XVIII XIX XX"
 _TITLES = set(
     "Adj Adm Adv Asst Bart Bldg Brig Bros Capt Cmdr Col Comdr Con Corp Cpl DR Dr "
@@ -226,6 +228,34 @@ def tokenized_bleu(hypotheses: Sequence[str], references: Sequence[str],
     signature = (f"tokenized: moses+compound-split, multi-bleu|lang:{lang}|"
                  "case:mixed|smooth:none")
     return dataclasses.replace(result, signature=signature)
+
+
+class SacreBleu(Metric):
+    """sacreBLEU of detokenized text, with its signature: the score to report."""
+
+    name = "sacrebleu"
+
+    def __init__(self, tokenize: str = "13a"):
+        self.tokenize = tokenize
+
+    def score(self, hypotheses, references, sources=None) -> Score:
+        result = sacrebleu_score(hypotheses, references, self.tokenize)
+        return Score(self.name, result.score, f"sacreBLEU (detokenized, report this): "
+                     f"{result.format()} {result.signature}")
+
+
+class TokenizedBleu(Metric):
+    """The paper's tokenized BLEU (Moses tokenization in `lang`, compound splitting)."""
+
+    name = "bleu_tokenized"
+
+    def __init__(self, lang: str):
+        self.lang = lang
+
+    def score(self, hypotheses, references, sources=None) -> Score:
+        result = tokenized_bleu(hypotheses, references, self.lang)
+        return Score(self.name, result.score, "tokenized BLEU (paper-comparable, moses + "
+                     f"compound splitting, {self.lang}): {result.format()}")
 
 
 def read_lines(path: str) -> list[str]:

@@ -1,0 +1,73 @@
+"""What a problem's evaluation metric is: text hypotheses and references in, a Score out.
+
+A problem declares its metrics (`Problem.eval_metrics`, as tensor2tensor's
+`Problem.eval_metrics`); the decoder prints every Score's `line`, the trainer's
+dev evaluation logs every Score's `value` to TensorBoard as `dev/<name>` and
+keeps the best checkpoint by the first metric. Adding a metric means writing a
+`Metric` subclass and returning it from a problem: no edit to the decoder or
+the trainer.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from typing import Sequence
+
+
+class MetricError(ValueError):
+    """Hypotheses and references that cannot be scored; the message says why."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Score:
+    """One metric's result on a corpus.
+
+    Attributes:
+      name: short identifier, used as the TensorBoard tag `dev/<name>` and in
+        `best/best.json` (e.g. "exact_match", "sacrebleu", "bleu_tokenized").
+      value: the figure; higher is better.
+      line: the one line a person reads, with how it was computed.
+    """
+
+    name: str
+    value: float
+    line: str
+
+
+class Metric(abc.ABC):
+    """A corpus-level metric over decoded text."""
+
+    name: str = "metric"
+
+    @abc.abstractmethod
+    def score(self, hypotheses: Sequence[str], references: Sequence[str],
+              sources: Sequence[str] | None = None) -> Score:
+        """Scores `hypotheses` against `references` (one each, same order)."""
+
+
+class ExactMatch(Metric):
+    """Fraction of hypotheses equal to their reference, in percent."""
+
+    name = "exact_match"
+
+    def score(self, hypotheses, references, sources=None) -> Score:
+        check_lengths(hypotheses, references)
+        correct = sum(h == r for h, r in zip(hypotheses, references))
+        n = len(hypotheses)
+        value = 100.0 * correct / max(n, 1)
+        return Score(self.name, value,
+                     f"exact-sequence accuracy: {value:.2f}% ({correct}/{n})")
+
+
+def check_lengths(hypotheses: Sequence[str], references: Sequence[str]) -> None:
+    if len(hypotheses) != len(references):
+        raise MetricError(f"{len(hypotheses)} hypotheses but {len(references)} references; "
+                          "they must pair up one to one")
+
+
+def evaluate(metrics: Sequence[Metric], hypotheses: Sequence[str],
+             references: Sequence[str], sources: Sequence[str] | None = None) -> list[Score]:
+    """Every metric's Score, in the order the problem declared them."""
+    check_lengths(hypotheses, references)
+    return [metric.score(hypotheses, references, sources) for metric in metrics]
