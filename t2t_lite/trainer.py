@@ -22,6 +22,7 @@ import tensorflow as tf
 
 from t2t_lite import data, run_dir
 from t2t_lite.checkpoints import model_weights
+from t2t_lite.evaluation import DevEvaluator, DevResult, EvalOptions, write_weights_dir
 from t2t_lite.model import Transformer
 from t2t_lite.schedules import TransformerSchedule, paper_learning_rate
 from t2t_lite.train_step import StepRunner
@@ -38,6 +39,7 @@ class TrainOptions:
     log_every_steps: int = 100
     jit_compile: bool = False  # XLA for the training step.
     seed: int = 1234
+    eval: EvalOptions = EvalOptions()  # Dev evaluation and the best checkpoint.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,6 +48,7 @@ class TrainResult:
     loss: float  # Mean smoothed loss per token over the last logging window.
     tokens_per_second: float  # Target tokens (non-padding) per second, same window.
     checkpoint: str | None
+    dev: DevResult | None = None  # The last dev evaluation (None when off).
 
 
 def make_optimizer(hparams) -> keras.optimizers.Optimizer:
@@ -144,6 +147,11 @@ def train(problem, hparams, output_dir: str, data_dir: str | None = None,
         f"{replicas} replica(s), {total_steps} steps")
     progress = _Progress(output_dir, total_steps, log)
     step = int(optimizer.iterations.numpy())
+    evaluator = DevEvaluator.create(
+        problem, model, hparams, output_dir, options.eval,
+        lambda directory, record: write_weights_dir(model, directory, record), log)
+    every = options.eval.eval_every_steps
+    dev = None
     last_save = time.time()
     loss = rate = float("nan")
     try:
@@ -160,6 +168,8 @@ def train(problem, hparams, output_dir: str, data_dir: str | None = None,
                     minutes >= options.save_checkpoints_minutes:
                 manager.save(checkpoint_number=step)
                 last_save = time.time()
+            if evaluator and step % every == 0 and step < total_steps:
+                dev = evaluator.evaluate(step)
     except KeyboardInterrupt:
         log(f"interrupted at step {step}: saving a checkpoint")
         manager.save(checkpoint_number=step)
@@ -167,4 +177,6 @@ def train(problem, hparams, output_dir: str, data_dir: str | None = None,
     if manager.latest_checkpoint is None or \
             not manager.latest_checkpoint.endswith(f"-{step}"):
         manager.save(checkpoint_number=step)
-    return TrainResult(step, loss, rate, manager.latest_checkpoint)
+    if evaluator and (dev is None or dev.step != step):
+        dev = evaluator.evaluate(step)
+    return TrainResult(step, loss, rate, manager.latest_checkpoint, dev)

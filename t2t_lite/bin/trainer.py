@@ -5,6 +5,10 @@
         --hparams_overrides=dropout_rate=0.0 --train_steps=1400
 
 Starting it again with the same --output_dir resumes from the newest checkpoint.
+Every --eval_every_steps steps and at the end it evaluates on the dev split (dev
+loss, and the problem's metric on greedy decodes of a bounded subset), writes
+both to TensorBoard (OUTPUT_DIR/dev) and keeps the best weights by that metric
+in OUTPUT_DIR/best/ (decode them with --checkpoint=best).
 """
 
 from __future__ import annotations
@@ -32,6 +36,14 @@ def parse_args(argv=None):
     parser.add_argument("--log_every_steps", type=int, default=100)
     parser.add_argument("--jit", action="store_true", help="compile the step with XLA")
     parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--eval_every_steps", type=int, default=1000,
+                        help="dev evaluation every N steps and at the end (0: never)")
+    parser.add_argument("--eval_examples", type=int, default=1000,
+                        help="first N dev examples for the dev loss")
+    parser.add_argument("--eval_decode_examples", type=int, default=200,
+                        help="of those, how many are greedily decoded and scored")
+    parser.add_argument("--eval_decode_minutes", type=float, default=2.0,
+                        help="time bound for decoding them")
     return parser.parse_args(argv)
 
 
@@ -39,7 +51,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
 
     def run():
-        from t2t_lite import registry, trainer
+        from t2t_lite import evaluation, registry, trainer
 
         problem = registry.problem(args.problem)
         hparams = registry.hparams(args.hparams).override(args.hparams_overrides)
@@ -51,6 +63,10 @@ def main(argv=None) -> int:
             log_every_steps=args.log_every_steps,
             jit_compile=args.jit,
             seed=args.seed,
+            eval=evaluation.EvalOptions(
+                eval_every_steps=args.eval_every_steps, eval_examples=args.eval_examples,
+                eval_decode_examples=args.eval_decode_examples,
+                eval_decode_minutes=args.eval_decode_minutes),
         )
         result = trainer.train(problem, hparams, args.output_dir, args.data_dir, options,
                                log=lambda line: print(line, flush=True))

@@ -1,0 +1,220 @@
+"""Dev evaluation while training: dev loss, the problem's own metric, the best checkpoint.
+
+Every `eval_every_steps` steps and at the end of training, the trainer calls
+`DevEvaluator.evaluate(step)`, which computes
+- the dev loss: label-smoothed loss and NLL per non-padding target token over
+  the first `eval_examples` dev examples (teacher forced, no dropout);
+- the problem's metrics (`Problem.eval_metrics`: exact match, sacreBLEU, ...)
+  on greedy decodes of the first `eval_decode_examples` of those examples,
+  within `eval_decode_minutes` (past it the subset is cut short, and the log
+  says how many were scored);
+and logs them, writes them to TensorBoard (`OUTPUT_DIR/dev`: `loss`, `nll`,
+and one scalar per metric name), and keeps the best weights by the problem's
+first metric in `OUTPUT_DIR/best/` (`ckpt` + `best.json` with the step and
+every score), so a user selects on dev, never on test:
+`t2t_lite-decoder --checkpoint=best`. A resumed run reads `best.json` and only
+replaces `best/` with a better evaluation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import tempfile
+import time
+from typing import Callable
+
+import numpy as np
+import tensorflow as tf
+
+from t2t_lite import data, decoding
+from t2t_lite.losses import smoothed_cross_entropy_sums
+from t2t_lite.problems.base import ProblemError
+
+BEST_DIR = "best"
+BEST_FILE = "best.json"
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalOptions:
+    """When and how much of the dev split to evaluate while training."""
+
+    eval_every_steps: int = 1000  # 0 = never (not even at the end).
+    eval_examples: int = 1000  # Dev examples for the dev loss (the first ones).
+    eval_decode_examples: int = 200  # Of those, greedily decoded and scored.
+    eval_decode_minutes: float = 2.0  # Time bound for decoding them.
+    eval_batch_size: int = 64  # Sentences per decoding batch.
+
+
+@dataclasses.dataclass(frozen=True)
+class DevResult:
+    step: int
+    loss: float  # Smoothed loss per target token.
+    nll: float  # Negative log-likelihood per target token.
+    scores: list  # t2t_lite.metrics.Score, in the problem's order.
+    decoded: int  # Examples decoded and scored.
+    seconds: float
+    is_best: bool
+
+
+class DevEvaluator:
+    """Evaluates a training model on the dev split; keeps `OUTPUT_DIR/best/`.
+
+    Args:
+      problem: the Problem being trained (its dev split and metrics).
+      model: the model being trained (weights are read, never changed).
+      hparams: the run's HParams (label smoothing, batch sizes, extra_length).
+      output_dir: the run's output directory.
+      options: EvalOptions.
+      save_weights: fn(directory) writing the model's weights to `directory/ckpt`.
+      log: where one-line reports go.
+    """
+
+    def __init__(self, problem, model, hparams, output_dir: str, options: EvalOptions,
+                 save_weights: Callable[[str], None], log: Callable[[str], None] = print):
+        self.problem = problem
+        self.model = model
+        self.hparams = hparams
+        self.output_dir = output_dir
+        self.options = options
+        self.save_weights = save_weights
+        self.log = log
+        self.examples = _first_examples(problem, options.eval_examples)
+        self.writer = tf.summary.create_file_writer(os.path.join(output_dir, "dev"))
+        self.decoder = decoding.Decoder(model, decoding.DecodeOptions(
+            beam_size=1, alpha=hparams.alpha, extra_length=hparams.extra_length,
+            batch_size=options.eval_batch_size))
+        self.best = read_best(output_dir)
+        self._loss_fn = tf.function(self._loss_sums, input_signature=[
+            {name: tf.TensorSpec([None, None], tf.int32) for name in ("inputs", "targets")}])
+
+    @classmethod
+    def create(cls, problem, model, hparams, output_dir, options, save_weights, log=print):
+        """A DevEvaluator, or None when evaluation is off or the problem has no dev data."""
+        if options.eval_every_steps <= 0:
+            return None
+        try:
+            return cls(problem, model, hparams, output_dir, options, save_weights, log)
+        except ProblemError as e:
+            log(f"no dev evaluation: {e}")
+            return None
+
+    def _loss_sums(self, batch):
+        logits = self.model(batch, training=False)
+        return smoothed_cross_entropy_sums(logits, batch["targets"],
+                                           self.hparams.label_smoothing)
+
+    def dev_loss(self) -> tuple[float, float]:
+        """(smoothed loss, NLL) per non-padding target token over the dev examples."""
+        dataset = tf.data.Dataset.from_generator(
+            lambda: iter(self.examples), output_signature={
+                name: tf.TensorSpec([None], tf.int32) for name in ("inputs", "targets")})
+        batches = data.batch_by_tokens(
+            dataset, self.hparams.batch_size, self.hparams.max_length, drop_long=False,
+            min_length_bucket=self.hparams.min_length_bucket,
+            length_bucket_step=self.hparams.length_bucket_step)
+        totals = np.zeros(3)
+        for batch in batches:
+            totals += [float(v) for v in self._loss_fn(batch)]
+        tokens = max(totals[2], 1.0)
+        return totals[0] / tokens, totals[1] / tokens
+
+    def decode(self) -> tuple[list[str], list[str], list[str]]:
+        """(sources, hypotheses, references) of greedy decodes, within the time bound."""
+        wanted = self.examples[:self.options.eval_decode_examples]
+        deadline = time.time() + 60.0 * self.options.eval_decode_minutes
+        size = self.options.eval_batch_size
+        hypotheses = []
+        for start in range(0, len(wanted), size):
+            chunk = [list(ex["inputs"][:self.hparams.max_length]) for ex in
+                     wanted[start:start + size]]
+            hypotheses += [self.problem.decode(beams[0][0])
+                           for beams in self.decoder.decode(chunk)]
+            if time.time() > deadline:
+                break
+        done = wanted[:len(hypotheses)]
+        sources = [self.problem.decode_inputs(ex["inputs"]) for ex in done]
+        references = [self.problem.decode(ex["targets"]) for ex in done]
+        return sources, hypotheses, references
+
+    def evaluate(self, step: int) -> DevResult:
+        """Dev loss and metrics at `step`; replaces `best/` when the first metric improved."""
+        start = time.time()
+        loss, nll = self.dev_loss()
+        sources, hypotheses, references = self.decode()
+        scores = self.problem.evaluate(hypotheses, references, sources)
+        seconds = time.time() - start
+        primary = scores[0]
+        is_best = self.best is None or primary.value > self.best["value"]
+        if is_best:
+            self._save_best(step, loss, nll, scores, len(hypotheses))
+        with self.writer.as_default(step=step):
+            tf.summary.scalar("loss", loss)
+            tf.summary.scalar("nll", nll)
+            for score in scores:
+                tf.summary.scalar(score.name, score.value)
+        self.writer.flush()
+        cut = len(hypotheses) < min(len(self.examples), self.options.eval_decode_examples)
+        metrics = "; ".join(f"{s.name} {s.value:.2f}" for s in scores)
+        self.log(f"dev step {step}: loss {loss:.4f}  nll {nll:.4f}  {metrics} "
+                 f"({len(hypotheses)} greedy decodes{', time bound reached' if cut else ''}, "
+                 f"{seconds:.1f} s){'  new best -> ' + BEST_DIR + '/' if is_best else ''}")
+        return DevResult(step, loss, nll, scores, len(hypotheses), seconds, is_best)
+
+    def _save_best(self, step, loss, nll, scores, decoded):
+        record = {"step": step, "metric": scores[0].name, "value": scores[0].value,
+                  "dev_loss": loss, "dev_nll": nll, "decoded": decoded,
+                  "scores": {s.name: s.value for s in scores},
+                  "lines": [s.line for s in scores]}
+        self.save_weights(os.path.join(self.output_dir, BEST_DIR), record)
+        self.best = record
+
+
+def _first_examples(problem, count: int) -> list[dict]:
+    """The first `count` dev examples as int32 numpy arrays (ProblemError if none)."""
+    examples = []
+    for example in problem.examples("dev").take(count).as_numpy_iterator():
+        examples.append({k: np.asarray(v, np.int32) for k, v in example.items()})
+    if not examples:
+        raise ProblemError(f"{problem.name} has no dev examples")
+    return examples
+
+
+def read_best(output_dir: str) -> dict | None:
+    """The record of `OUTPUT_DIR/best/` (step, metric, value, scores), None if none."""
+    path = os.path.join(output_dir, BEST_DIR, BEST_FILE)
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def write_weights_dir(model, directory: str, record: dict, record_file: str = BEST_FILE) -> str:
+    """Writes the model's weights as `directory/ckpt` and `record` as JSON, atomically.
+
+    Everything goes to a staging directory beside `directory`, which then
+    replaces it, so a killed run leaves the old directory or the new one, never
+    a mix. Returns the checkpoint prefix.
+    """
+    from t2t_lite.checkpoints import model_weights
+
+    parent = os.path.dirname(os.path.abspath(directory))
+    base = os.path.basename(directory)
+    staging = tempfile.mkdtemp(prefix=f".{base}-tmp-", dir=parent)
+    try:
+        tf.train.Checkpoint(model=model_weights(model)).write(os.path.join(staging, "ckpt"))
+        with open(os.path.join(staging, record_file), "w", encoding="utf-8") as f:
+            json.dump(record, f, indent=2)
+        old = None
+        if os.path.exists(directory):
+            old = tempfile.mkdtemp(prefix=f".{base}-old-", dir=parent)
+            os.replace(directory, os.path.join(old, base))
+        os.replace(staging, directory)
+        if old:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return os.path.join(directory, "ckpt")
