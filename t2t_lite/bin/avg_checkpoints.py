@@ -20,6 +20,7 @@ def main(argv=None) -> int:
     parser.add_argument("--output_dir", required=True, help="the trainer's output_dir")
     parser.add_argument("--last", type=int, default=5, help="average the newest N")
     parser.add_argument("--checkpoints", default=None, help="comma-separated names instead")
+    common.add_verbose_flag(parser)
     args = parser.parse_args(argv)
 
     def run():
@@ -31,7 +32,7 @@ def main(argv=None) -> int:
         print("averaging " + ", ".join(paths))
         print(f"wrote {averaging.average(args.output_dir, paths)}")
 
-    return common.run("t2t_lite-avg-checkpoints", run)
+    return common.run("t2t_lite-avg-checkpoints", run, args.verbose)
 
 
 if __name__ == "__main__":

@@ -44,6 +44,7 @@ def parse_args(argv=None):
                         help="of those, how many are greedily decoded and scored")
     parser.add_argument("--eval_decode_minutes", type=float, default=2.0,
                         help="time bound for decoding them")
+    common.add_verbose_flag(parser)
     return parser.parse_args(argv)
 
 
@@ -72,7 +73,7 @@ def main(argv=None) -> int:
                                log=lambda line: print(line, flush=True))
         print(f"done: step {result.step}, checkpoint {result.checkpoint}")
 
-    return common.run("t2t_lite-trainer", run)
+    return common.run("t2t_lite-trainer", run, args.verbose)
 
 
 if __name__ == "__main__":
