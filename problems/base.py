@@ -76,6 +76,37 @@ class Problem(abc.ABC):
     def decode(self, ids) -> str:
         """Target ids -> text; stops at the first EOS and ignores padding."""
 
+    def dataset(self, split: str, hparams, *, num_replicas: int = 1, repeat: bool = False,
+                seed: int = 1234, data_dir: str | None = None) -> tf.data.Dataset:
+        """`(features, targets)` batches for `keras.Model.fit` / `evaluate`.
+
+        Token-based, length-bucketed batches as the trainer reads them
+        (`t2t_lite.data`): features {"inputs": int32 [B, L], "targets": [B, L]}
+        and the targets again as Keras' y. The training split is shuffled
+        (seeded); `repeat` makes it endless (then pass `steps_per_epoch`).
+        With `num_replicas` > 1 each batch gets all-padding rows up to a
+        multiple of it, so every replica gets as many rows (Keras under
+        MirroredStrategy fails on uneven splits); they hold no target token.
+        """
+        from t2t_lite import data
+
+        examples = self.examples(split, data_dir)
+        if split == "train":
+            examples = examples.shuffle(10_000, seed=seed, reshuffle_each_iteration=True)
+        if repeat:
+            examples = examples.repeat()
+        batches = data.batch_by_tokens(
+            examples, hparams.batch_size, hparams.max_length, num_replicas,
+            drop_long=split == "train", min_length_bucket=hparams.min_length_bucket,
+            length_bucket_step=hparams.length_bucket_step)
+
+        def to_keras(batch):
+            extra = -tf.shape(batch["targets"])[0] % num_replicas
+            batch = {name: tf.pad(ids, [[0, extra], [0, 0]]) for name, ids in batch.items()}
+            return batch, batch["targets"]
+
+        return batches.map(to_keras).prefetch(2)
+
     def decode_inputs(self, ids) -> str:
         """Source ids -> text (for showing inputs); the target decoder when shared."""
         return self.decode(ids)

@@ -13,9 +13,10 @@ of short ones. Everything here is float32, whatever the compute dtype.
 
 from __future__ import annotations
 
+import keras
 from keras import ops
 
-from t2t_lite.model import PAD_ID
+from t2t_lite.ids import PAD_ID
 
 
 def smoothed_cross_entropy_sums(logits, targets, label_smoothing):
@@ -52,3 +53,23 @@ def smoothed_cross_entropy(logits, targets, label_smoothing):
     """Mean label-smoothed cross entropy per non-padding target token."""
     loss_sum, _, tokens = smoothed_cross_entropy_sums(logits, targets, label_smoothing)
     return loss_sum / ops.maximum(tokens, 1.0)
+
+
+@keras.saving.register_keras_serializable(package="t2t_lite")
+class LabelSmoothedCrossEntropy(keras.losses.Loss):
+    """`smoothed_cross_entropy` as a Keras loss, for `model.compile(loss=...)`.
+
+    y_true: int [B, T] target ids (PAD_ID = padding); y_pred: logits [B, T, V].
+    The value is the mean smoothed loss per non-padding target token of the
+    (per-replica) batch, as the trainer computes it (section 5.4).
+    """
+
+    def __init__(self, label_smoothing=0.1, name="label_smoothed_cross_entropy", **kwargs):
+        super().__init__(name=name, reduction="sum", **kwargs)
+        self.label_smoothing = label_smoothing
+
+    def call(self, y_true, y_pred):
+        return smoothed_cross_entropy(y_pred, y_true, self.label_smoothing)
+
+    def get_config(self):
+        return {"label_smoothing": self.label_smoothing, "name": self.name}

@@ -16,6 +16,18 @@ tf.config.set_logical_device_configuration(
 )
 
 SHARED = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
+# The small real corpora (Multi30k, newstest, ...): ../shared/data beside the
+# project on its development machines and in CI; elsewhere a folder with the
+# same layout named by T2T_LITE_TEST_DATA. Tests that need it skip without it.
+DATA = os.environ.get("T2T_LITE_TEST_DATA") or os.path.join(SHARED, "data")
+
+
+def needs_data(*paths):
+    """Skips a test (or module: `pytestmark = needs_data(...)`) when DATA lacks `paths`."""
+    missing = [p for p in paths if not os.path.exists(os.path.join(DATA, p))]
+    return pytest.mark.skipif(
+        bool(missing), reason=f"needs the real data {', '.join(missing)} under {DATA}; "
+        "set T2T_LITE_TEST_DATA=DIR to a copy of shared/data to run it")
 
 
 @pytest.fixture
