@@ -21,9 +21,8 @@ import keras
 import tensorflow as tf
 
 from t2t_lite import data, run_dir
-from t2t_lite.checkpoints import model_weights
+from t2t_lite.checkpoints import build_model, model_weights
 from t2t_lite.evaluation import DevEvaluator, DevResult, EvalOptions, write_weights_dir
-from t2t_lite.model import Transformer
 from t2t_lite.schedules import TransformerSchedule, paper_learning_rate
 from t2t_lite.train_step import StepRunner
 
@@ -40,6 +39,7 @@ class TrainOptions:
     jit_compile: bool = False  # XLA for the training step.
     seed: int = 1234
     eval: EvalOptions = EvalOptions()  # Dev evaluation and the best checkpoint.
+    progress_bar: bool = False  # A live Keras Progbar (for a terminal) instead of log lines.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,7 +71,7 @@ def build_state(problem, hparams, strategy, seed=1234):
     """Model and optimizer created (weights, slots) in the strategy's scope."""
     keras.utils.set_random_seed(seed)
     with strategy.scope():
-        model = Transformer.from_hparams(hparams, problem.vocab_size)
+        model = build_model(hparams, problem.source_vocab_size, problem.target_vocab_size)
         optimizer = make_optimizer(hparams)
         optimizer.build(model.trainable_variables)
     return model, optimizer
@@ -80,15 +80,47 @@ def build_state(problem, hparams, strategy, seed=1234):
 class _Progress:
     """Logs loss, learning rate and tokens/s to stdout and TensorBoard."""
 
-    def __init__(self, output_dir, total_steps, log: Callable[[str], None]):
+    def __init__(self, output_dir, total_steps, first_step, log: Callable[[str], None],
+                 bar: bool = False):
         self.writer = tf.summary.create_file_writer(os.path.join(output_dir, "train"))
         self.total_steps = total_steps
         self.log = log
+        self.first_step = self.window_step = first_step
+        # The bar counts this session's steps, so its rate and ETA are right after a resume.
+        self.bar = keras.utils.Progbar(
+            total_steps - first_step, unit_name="step",
+            stateful_metrics=["loss", "lr", "ktok/s"]) if bar else None
         self.reset()
+
+    def step_done(self, step, loss_sum, nll_sum, tokens, learning_rate):
+        """Adds one update's sums; moves the live bar."""
+        self.add(loss_sum, nll_sum, tokens)
+        if self.bar is not None:
+            elapsed = max(time.time() - self.start, 1e-9)
+            self.bar.update(step - self.first_step, values=[
+                ("loss", loss_sum / max(tokens, 1.0)), ("lr", learning_rate),
+                ("ktok/s", self.tokens / elapsed / 1000)])
+
+    def message(self, line: str) -> None:
+        """A line that is not progress (dev evaluation, ...), on its own line under a bar."""
+        self.log(("\n" if self.bar is not None else "") + line)
 
     def reset(self):
         self.loss = self.nll = self.tokens = 0.0
         self.start = time.time()
+
+    def pause(self, seconds: float) -> None:
+        """Leaves `seconds` (spent on something else, e.g. dev evaluation) out of the rates."""
+        self.start += seconds
+
+    def eta(self, step: int, elapsed: float) -> str:
+        """Time left at this window's steps per second, as 1h02m or 3m05s."""
+        steps = step - self.window_step
+        if steps <= 0:
+            return "?"
+        seconds = int((self.total_steps - step) * elapsed / steps)
+        hours, rest = divmod(seconds, 3600)
+        return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
 
     def add(self, loss_sum, nll_sum, tokens):
         self.loss += loss_sum
@@ -105,10 +137,10 @@ class _Progress:
             tf.summary.scalar("nll", nll)
             tf.summary.scalar("learning_rate", learning_rate)
             tf.summary.scalar("tokens_per_second", rate)
-        self.log(
-            f"step {step}/{self.total_steps}  loss {loss:.4f}  nll {nll:.4f}  "
-            f"lr {learning_rate:.3e}  {rate:,.0f} tok/s"
-        )
+        if self.bar is None:
+            self.log(f"step {step}/{self.total_steps}  loss {loss:.4f}  nll {nll:.4f}  "
+                     f"lr {learning_rate:.3e}  {rate:,.0f} tok/s  ETA {self.eta(step, elapsed)}")
+        self.window_step = step
         self.reset()
         return loss, rate
 
@@ -122,7 +154,8 @@ def train(problem, hparams, output_dir: str, data_dir: str | None = None,
       run_dir.RunDirError: `output_dir` holds a run of another problem or model.
     """
     problem.set_data_dir(data_dir)
-    run_dir.prepare_run(output_dir, hparams, problem.name, problem.vocab_size, data_dir)
+    run_dir.prepare_run(output_dir, hparams, problem.name, problem.source_vocab_size,
+                        problem.target_vocab_size, data_dir)
     strategy = strategy or tf.distribute.MirroredStrategy()
     replicas = strategy.num_replicas_in_sync
     total_steps = options.train_steps or hparams.train_steps
@@ -145,33 +178,37 @@ def train(problem, hparams, output_dir: str, data_dir: str | None = None,
                         hparams.accum_steps, options.jit_compile)
     log(f"training {problem.name} with {model.count_params():,} parameters on "
         f"{replicas} replica(s), {total_steps} steps")
-    progress = _Progress(output_dir, total_steps, log)
     step = int(optimizer.iterations.numpy())
+    progress = _Progress(output_dir, total_steps, step, log, options.progress_bar)
     evaluator = DevEvaluator.create(
         problem, model, hparams, output_dir, options.eval,
-        lambda directory, record: write_weights_dir(model, directory, record), log)
-    every = options.eval.eval_every_steps
+        lambda directory, record: write_weights_dir(model, directory, record),
+        progress.message)
+
+    def learning_rate(at):
+        return float(paper_learning_rate(at, hparams.d_model, hparams.warmup_steps,
+                                         hparams.learning_rate_scale))
+
     dev = None
     last_save = time.time()
     loss = rate = float("nan")
     try:
         while step < total_steps:
-            micro = [next(iterator) for _ in range(hparams.accum_steps)]
-            progress.add(*runner.step(micro))
+            sums = runner.step([next(iterator) for _ in range(hparams.accum_steps)])
             step = int(optimizer.iterations.numpy())
+            progress.step_done(step, *sums, learning_rate(step) if progress.bar else 0.0)
             if step % options.log_every_steps == 0 or step == total_steps:
-                lr = float(paper_learning_rate(step, hparams.d_model, hparams.warmup_steps,
-                                               hparams.learning_rate_scale))
-                loss, rate = progress.flush(step, lr)
+                loss, rate = progress.flush(step, learning_rate(step))
             minutes = (time.time() - last_save) / 60.0
             if step % options.save_checkpoints_steps == 0 or \
                     minutes >= options.save_checkpoints_minutes:
                 manager.save(checkpoint_number=step)
                 last_save = time.time()
-            if evaluator and step % every == 0 and step < total_steps:
+            if evaluator and step % options.eval.eval_every_steps == 0 and step < total_steps:
                 dev = evaluator.evaluate(step)
+                progress.pause(dev.seconds)
     except KeyboardInterrupt:
-        log(f"interrupted at step {step}: saving a checkpoint")
+        progress.message(f"interrupted at step {step}: saving a checkpoint")
         manager.save(checkpoint_number=step)
         raise
     if manager.latest_checkpoint is None or \

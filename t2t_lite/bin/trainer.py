@@ -64,6 +64,7 @@ def main(argv=None) -> int:
             log_every_steps=args.log_every_steps,
             jit_compile=args.jit,
             seed=args.seed,
+            progress_bar=sys.stdout.isatty(),
             eval=evaluation.EvalOptions(
                 eval_every_steps=args.eval_every_steps, eval_examples=args.eval_examples,
                 eval_decode_examples=args.eval_decode_examples,
