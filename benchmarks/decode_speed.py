@@ -23,8 +23,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from t2t_lite import decoding, registry  # noqa: E402
-from t2t_lite.model import EOS_ID, Transformer  # noqa: E402
+from t2t_lite import checkpoints, decoding, registry  # noqa: E402
+from t2t_lite.ids import EOS_ID  # noqa: E402
 
 SIZES = {
     "bench": ("num_layers=3,d_model=256,d_ff=1024,num_heads=4", 8192),
@@ -47,7 +47,7 @@ def make_decode(model, jit: bool):
 def run(size: str, batches: int, jit: bool) -> dict:
     overrides, vocab = SIZES[size]
     hparams = registry.hparams("base").override(overrides)
-    model = Transformer.from_hparams(hparams, vocab)
+    model = checkpoints.build_model(hparams, vocab)
     decode = make_decode(model, jit)
     rng = np.random.default_rng(1234)
     times, lengths = [], set()

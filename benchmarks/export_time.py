@@ -21,7 +21,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 
 from t2t_lite import checkpoints, decoding, export, registry, run_dir  # noqa: E402
-from t2t_lite.model import Transformer  # noqa: E402
 
 
 def main():
@@ -34,8 +33,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "run")
         os.makedirs(out)
-        run_dir.prepare_run(out, hparams, "algorithmic_reverse", args.vocab)
-        model = Transformer.from_hparams(hparams, args.vocab)
+        run_dir.prepare_run(out, hparams, "algorithmic_reverse", args.vocab, args.vocab)
+        model = checkpoints.build_model(hparams, args.vocab)
         tf.train.CheckpointManager(
             tf.train.Checkpoint(model=checkpoints.model_weights(model)), out, max_to_keep=1,
             checkpoint_name="ckpt").save(checkpoint_number=1)

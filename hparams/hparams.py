@@ -15,6 +15,10 @@ Paper symbol -> field (Vaswani et al. 2017):
 | beta1, beta2, eps| adam_beta1/2, adam_epsilon | 0.9, 0.98, 1e-9 |
 | beam size, alpha | beam_size, alpha         | 4, 0.6 |
 
+`model` names the registered model class (`t2t_lite.registry.register_model`);
+"transformer" is this paper's. Fields declared with `_shaping(...)` change the
+model's weights: a run directory refuses a later run that differs in one.
+
 Named sets derive from `base` at most one level deep with `dataclasses.replace`
 (hparams/transformer.py). Released sets are never edited in place.
 """
@@ -26,20 +30,16 @@ import json
 import types
 import typing
 
-# Fields that change the shapes of the weights (or what they mean): a run in an
-# output dir that already holds checkpoints must agree on all of them.
-MODEL_SHAPING_FIELDS = (
-    "num_layers",
-    "d_model",
-    "d_ff",
-    "num_heads",
-    "d_k",
-    "d_v",
-    "positional_encoding",
-    "max_length",
-    "shared_embedding",
-    "normalize_before",
-)
+MODEL_SHAPING = "model_shaping"
+
+
+def _shaping(default):
+    """A field that changes the model's weights (their shapes or what they mean).
+
+    A run in an output dir that already holds checkpoints must agree on all of
+    them (`HParams.model_shaping_diff`).
+    """
+    return dataclasses.field(default=default, metadata={MODEL_SHAPING: True})
 
 
 class HParamsError(ValueError):
@@ -51,15 +51,16 @@ class HParams:
     """Hyperparameters of the Transformer (section 3), training (5) and decoding (6.1)."""
 
     # --- Model (section 3) ---
-    num_layers: int = 6  # N, identical layers in the encoder and in the decoder.
-    d_model: int = 512  # Width of every sub-layer output and embedding.
-    d_ff: int = 2048  # Inner size of the position-wise feed-forward network.
-    num_heads: int = 8  # h, attention heads.
-    d_k: int | None = None  # Query/key size per head; None = d_model // num_heads.
-    d_v: int | None = None  # Value size per head; None = d_model // num_heads.
-    positional_encoding: str = "sinusoid"  # "sinusoid" (paper) or "learned" (row E).
-    shared_embedding: bool = True  # One matrix: source, target and pre-softmax.
-    normalize_before: bool = False  # False = post-norm LayerNorm(x + Sublayer(x)).
+    model: str = _shaping("transformer")  # Registered model class (t2t_lite.registry).
+    num_layers: int = _shaping(6)  # N, identical layers in the encoder and in the decoder.
+    d_model: int = _shaping(512)  # Width of every sub-layer output and embedding.
+    d_ff: int = _shaping(2048)  # Inner size of the position-wise feed-forward network.
+    num_heads: int = _shaping(8)  # h, attention heads.
+    d_k: int | None = _shaping(None)  # Query/key size per head; None = d_model // num_heads.
+    d_v: int | None = _shaping(None)  # Value size per head; None = d_model // num_heads.
+    positional_encoding: str = _shaping("sinusoid")  # "sinusoid" (paper) or "learned" (row E).
+    shared_embedding: bool = _shaping(True)  # One matrix: source, target and pre-softmax.
+    normalize_before: bool = _shaping(False)  # False = post-norm LayerNorm(x + Sublayer(x)).
     layer_norm_epsilon: float = 1e-6
     # --- Regularization (section 5.4) ---
     dropout_rate: float = 0.1  # P_drop: sub-layer outputs and embeddings + PE.
@@ -74,7 +75,7 @@ class HParams:
     learning_rate_scale: float = 1.0  # Multiplies equation 3 (1.0 = the paper).
     # --- Data and batching (section 5.1) ---
     batch_size: int = 4096  # Tokens per replica per step (not sentences).
-    max_length: int = 256  # Longer training examples are dropped (tensor2tensor).
+    max_length: int = _shaping(256)  # Longer training examples are dropped (tensor2tensor).
     min_length_bucket: int = 8  # First length-bucket boundary (tensor2tensor).
     length_bucket_step: float = 1.1  # Each boundary is this times the previous one.
     accum_steps: int = 1  # Gradient accumulation: 8 emulates the paper's 8 GPUs.
@@ -139,9 +140,17 @@ class HParams:
         """Names and values of the model-shaping fields where self and other differ."""
         return [
             f"{name}: {getattr(other, name)!r} -> {getattr(self, name)!r}"
-            for name in MODEL_SHAPING_FIELDS
+            for name in model_shaping_fields()
             if getattr(self, name) != getattr(other, name)
         ]
+
+
+def model_shaping_fields() -> tuple[str, ...]:
+    """Names of the HParams fields marked model-shaping, in declaration order."""
+    return tuple(f.name for f in dataclasses.fields(HParams) if f.metadata.get(MODEL_SHAPING))
+
+
+MODEL_SHAPING_FIELDS = model_shaping_fields()
 
 
 def _check(condition: bool, message: str) -> None:

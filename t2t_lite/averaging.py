@@ -10,20 +10,16 @@ renamed, so a failed run leaves no partial `averaged/`.
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import tempfile
 
 import numpy as np
 import tensorflow as tf
 
 from t2t_lite import run_dir
 from t2t_lite.checkpoints import (
-    AVERAGED_DIR, CheckpointError, checkpoint_path, list_checkpoints, model_weights,
-    weight_keys,
+    AVERAGED_DIR, CheckpointError, build_run_model, checkpoint_path, list_checkpoints,
+    weight_keys, write_weights_dir,
 )
-from t2t_lite.model import Transformer
 
 
 def choose(output_dir: str, last: int | None = None,
@@ -65,7 +61,7 @@ def _read(path: str, keys: dict) -> dict[str, np.ndarray]:
 def average(output_dir: str, paths: list[str]) -> str:
     """Averages the model weights of `paths` into `output_dir/averaged/`; returns its prefix."""
     hparams, info = run_dir.read_run(output_dir)
-    model = Transformer.from_hparams(hparams, info["vocab_size"])
+    model = build_run_model(hparams, info)
     keys = weight_keys(model)
     sums = {key: np.zeros(weight.shape, np.float64) for key, weight in keys.items()}
     for path in paths:
@@ -73,21 +69,6 @@ def average(output_dir: str, paths: list[str]) -> str:
             sums[key] += value
     for key, weight in keys.items():
         weight.assign((sums[key] / len(paths)).astype(weight.dtype))
-    final = os.path.join(output_dir, AVERAGED_DIR)
-    staging = tempfile.mkdtemp(prefix=".averaged-tmp-", dir=output_dir)
-    try:
-        tf.train.Checkpoint(model=model_weights(model)).write(os.path.join(staging, "ckpt"))
-        sources = [os.path.basename(p) for p in paths]
-        with open(os.path.join(staging, "averaged.json"), "w", encoding="utf-8") as f:
-            json.dump({"averaged": sources}, f, indent=2)
-        old = None
-        if os.path.exists(final):
-            old = tempfile.mkdtemp(prefix=".averaged-old-", dir=output_dir)
-            os.replace(final, os.path.join(old, "averaged"))
-        os.replace(staging, final)
-        if old:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return os.path.join(final, "ckpt")
+    record = {"averaged": [os.path.basename(p) for p in paths]}
+    return write_weights_dir(model, os.path.join(output_dir, AVERAGED_DIR), record,
+                             "averaged.json")

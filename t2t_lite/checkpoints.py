@@ -2,17 +2,20 @@
 
 A checkpoint is named by its step (`ckpt-1200`), by a path, or left out for the
 newest. Loading rebuilds the model from the hparams saved beside the
-checkpoints, so every tool gets the model that was trained.
+checkpoints, so every tool gets the model that was trained. Every tool builds
+its model with `build_model`: the class registered as `hparams.model`.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import tempfile
 
 import tensorflow as tf
 
-from t2t_lite import run_dir
-from t2t_lite.model import Transformer
+from t2t_lite import registry, run_dir
 
 
 AVERAGED_DIR = "averaged"  # t2t_lite-avg-checkpoints writes OUTPUT_DIR/averaged/ckpt.
@@ -58,6 +61,24 @@ def checkpoint_path(output_dir: str, checkpoint: str | None = None) -> str:
     )
 
 
+def build_model(hparams, source_vocab_size: int, target_vocab_size: int | None = None):
+    """The model `hparams` describe, with its weights created.
+
+    The class registered as `hparams.model` (`t2t_lite.registry.register_model`).
+
+    Raises:
+      RegistryError: no model is registered under that name.
+      HParamsError: the hparams do not fit the vocabularies (shared_embedding).
+    """
+    model_class = registry.model(hparams.model)
+    return model_class.from_hparams(hparams, source_vocab_size, target_vocab_size)
+
+
+def build_run_model(hparams, info: dict):
+    """`build_model` for a run's saved hparams and `run_dir.read_run` info."""
+    return build_model(hparams, info["source_vocab_size"], info["target_vocab_size"])
+
+
 def model_weights(model) -> tf.Module:
     """A flat trackable holding every model weight under its Keras path.
 
@@ -100,11 +121,12 @@ def load_model(output_dir: str, checkpoint: str | None = None):
     """Rebuilds the trained model and restores its weights.
 
     Returns:
-      (model, hparams, {"problem": name, "vocab_size": V}, checkpoint path).
+      (model, hparams, info, checkpoint path); info as `run_dir.read_run` gives it
+      ({"problem", "source_vocab_size", "target_vocab_size", "data_dir"}).
     """
     hparams, info = run_dir.read_run(output_dir)
     path = checkpoint_path(output_dir, checkpoint)
-    model = Transformer.from_hparams(hparams, info["vocab_size"])
+    model = build_run_model(hparams, info)
     try:
         saved = dict(tf.train.list_variables(path))
         expected = weight_keys(model)
@@ -126,3 +148,30 @@ def load_model(output_dir: str, checkpoint: str | None = None):
             f"cannot read checkpoint {path}: {first_line}; pick another with --checkpoint"
         ) from None
     return model, hparams, info, path
+
+
+def write_weights_dir(model, directory: str, record: dict, record_file: str) -> str:
+    """Writes the model's weights as `directory/ckpt`, `record` as `directory/record_file`.
+
+    Everything goes to a staging directory beside `directory`, which then
+    replaces it, so a killed run leaves the old directory or the new one, never
+    a mix. Returns the checkpoint prefix.
+    """
+    parent = os.path.dirname(os.path.abspath(directory))
+    base = os.path.basename(directory)
+    staging = tempfile.mkdtemp(prefix=f".{base}-tmp-", dir=parent)
+    try:
+        tf.train.Checkpoint(model=model_weights(model)).write(os.path.join(staging, "ckpt"))
+        with open(os.path.join(staging, record_file), "w", encoding="utf-8") as f:
+            json.dump(record, f, indent=2)
+        old = None
+        if os.path.exists(directory):
+            old = tempfile.mkdtemp(prefix=f".{base}-old-", dir=parent)
+            os.replace(directory, os.path.join(old, base))
+        os.replace(staging, directory)
+        if old:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return os.path.join(directory, "ckpt")

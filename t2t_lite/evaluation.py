@@ -21,8 +21,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import shutil
-import tempfile
 import time
 from typing import Callable
 
@@ -190,31 +188,3 @@ def read_best(output_dir: str) -> dict | None:
     with open(path, encoding="utf-8") as f:
         return json.load(f)
 
-
-def write_weights_dir(model, directory: str, record: dict, record_file: str = BEST_FILE) -> str:
-    """Writes the model's weights as `directory/ckpt` and `record` as JSON, atomically.
-
-    Everything goes to a staging directory beside `directory`, which then
-    replaces it, so a killed run leaves the old directory or the new one, never
-    a mix. Returns the checkpoint prefix.
-    """
-    from t2t_lite.checkpoints import model_weights
-
-    parent = os.path.dirname(os.path.abspath(directory))
-    base = os.path.basename(directory)
-    staging = tempfile.mkdtemp(prefix=f".{base}-tmp-", dir=parent)
-    try:
-        tf.train.Checkpoint(model=model_weights(model)).write(os.path.join(staging, "ckpt"))
-        with open(os.path.join(staging, record_file), "w", encoding="utf-8") as f:
-            json.dump(record, f, indent=2)
-        old = None
-        if os.path.exists(directory):
-            old = tempfile.mkdtemp(prefix=f".{base}-old-", dir=parent)
-            os.replace(directory, os.path.join(old, base))
-        os.replace(staging, directory)
-        if old:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return os.path.join(directory, "ckpt")

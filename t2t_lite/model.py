@@ -1,12 +1,43 @@
-"""The Transformer of Vaswani et al. 2017 (section 3), as a Keras 3 model.
+"""The Transformer of Vaswani et al. 2017 (section 3), and the model interface.
 
-`call` gives teacher-forced logits; `encode`, `init_cache` and `decode_step`
-serve incremental decoding with an explicit cache. Only `keras.ops` is used,
-so the model runs on any Keras backend. Logits are float32 under mixed precision.
+The model interface: what a class registered with
+`t2t_lite.registry.register_model(name)` provides, so that the trainer,
+checkpoints, averaging, decoding and export work with it unchanged
+(`hparams.model` names the class; `checkpoints.build_model` builds it):
+
+- `from_hparams(hparams, source_vocab_size, target_vocab_size=None)`, a
+  classmethod: builds the model and creates its weights (the target vocabulary
+  defaults to the source's).
+- `call(features, training=None)`: features {"inputs": int [B, S],
+  "targets": int [B, T]} -> float32 logits [B, T, V] (teacher forced; the
+  decoder input is the targets shifted right with 0 as the start symbol).
+- `target_vocab_size`: V, an int attribute.
+- `init_cache(inputs, max_decode_length) -> (self_cache, cross_cache)`: encodes
+  int32 sources [B, S] (0-padded, EOS included) and returns two nested
+  structures of tensors whose leaves all have leading dimension B:
+  `self_cache` changes every step and has room for `max_decode_length`
+  positions, `cross_cache` is fixed for the source batch.
+- `decode_step(ids, index, self_cache, cross_cache) -> (logits, self_cache)`:
+  ids int32 [B] (the token at position index - 1, 0 at index 0), index int32
+  scalar (the position predicted) -> float32 logits [B, V] and the new
+  self_cache (same structure and shapes).
+- `grow_self_cache(self_cache, length)`: the self_cache padded to room for
+  `length` positions (decoding grows it 16, 32, ..., L).
+
+Decoding (`t2t_lite.decoding.search`) only uses this interface: it repeats the
+cross_cache leaves for the K beams, and beam search reorders the self_cache
+leaves along their first dimension. Checkpoints name weights by their Keras
+paths, so a model's weights keep their names as long as its layers do.
+
+`Transformer` implements it with shared embeddings (section 3.4) and a
+heads-first self-attention cache [B, H, L, d] per decoder layer; the
+encoder-decoder keys and values [B, H, S, d] are computed once, in the
+cross_cache. Only `keras.ops` is used, so the model runs on any Keras backend.
+Logits are float32 under mixed precision.
 
 Ids: 0 is padding (and the decoder's start symbol, as in tensor2tensor), 1 is EOS.
-Shapes: B batch, S source length, T target length, D d_model, V vocabulary,
-L maximum decode length.
+Shapes: B batch, S source length, T target length, H heads, D d_model,
+V target vocabulary, L maximum decode length.
 """
 
 from __future__ import annotations
@@ -14,7 +45,9 @@ from __future__ import annotations
 import keras
 from keras import ops
 
+from t2t_lite.hparams.hparams import HParamsError
 from t2t_lite.ids import EOS_ID, PAD_ID  # noqa: F401  (re-exported)
+from t2t_lite.layers.config import LayerConfig
 from t2t_lite.layers.decoder import DecoderLayer
 from t2t_lite.layers.embedding import SharedEmbedding
 from t2t_lite.layers.encoder import EncoderLayer
@@ -22,6 +55,7 @@ from t2t_lite.layers.positional_encoding import (
     LearnedPositionalEmbedding,
     SinusoidalPositionalEncoding,
 )
+from t2t_lite.registry import register_model
 
 
 def shift_right(targets):
@@ -36,89 +70,100 @@ def causal_mask(length):
     return ops.expand_dims(cols <= rows, 0)
 
 
+def check_shared_vocabulary(source_vocab_size, target_vocab_size):
+    """Raises HParamsError when one embedding matrix cannot serve both sides."""
+    if source_vocab_size != target_vocab_size:
+        raise HParamsError(
+            f"the problem has separate source ({source_vocab_size}) and target "
+            f"({target_vocab_size}) vocabularies, which cannot share one embedding "
+            "matrix; pass --hparams_overrides=shared_embedding=false")
+
+
+@register_model("transformer")
 @keras.saving.register_keras_serializable(package="t2t_lite")
 class Transformer(keras.Model):
-    """Encoder-decoder Transformer with shared embeddings (sections 3.1-3.5).
+    """Encoder-decoder Transformer (sections 3.1-3.5); the model interface above.
 
-    Build it with `Transformer.from_hparams(hparams, vocab_size)`.
+    Build it with `Transformer.from_hparams(hparams, source_vocab_size,
+    target_vocab_size)`.
+
+    Args:
+      layer_config: the `LayerConfig` of every encoder and decoder layer.
+      source_vocab_size, target_vocab_size: vocabulary sizes (target defaults
+        to source).
+      num_layers: N, layers in the encoder and in the decoder.
+      positional_encoding: "sinusoid" (the paper) or "learned" (Table 3 row E).
+      max_length: rows of the learned positional table.
+      shared_embedding: one matrix for the source and target embeddings and the
+        pre-softmax projection (section 3.4); needs equal vocabulary sizes.
+        Otherwise the source has its own matrix and the target embedding stays
+        tied to the pre-softmax projection ("target_embedding").
     """
 
-    def __init__(self, vocab_size, num_layers=6, d_model=512, d_ff=2048, num_heads=8,
-                 key_dim=64, value_dim=64, dropout_rate=0.1, attention_dropout_rate=0.0,
-                 relu_dropout_rate=0.0, normalize_before=False, layer_norm_epsilon=1e-6,
-                 positional_encoding="sinusoid", max_length=256, shared_embedding=True,
-                 **kwargs):
+    def __init__(self, layer_config, source_vocab_size, target_vocab_size=None, *,
+                 num_layers=6, positional_encoding="sinusoid", max_length=256,
+                 shared_embedding=True, **kwargs):
         super().__init__(**kwargs)
-        self.config = dict(
-            vocab_size=vocab_size, num_layers=num_layers, d_model=d_model, d_ff=d_ff,
-            num_heads=num_heads, key_dim=key_dim, value_dim=value_dim,
-            dropout_rate=dropout_rate, attention_dropout_rate=attention_dropout_rate,
-            relu_dropout_rate=relu_dropout_rate, normalize_before=normalize_before,
-            layer_norm_epsilon=layer_norm_epsilon,
-            positional_encoding=positional_encoding, max_length=max_length,
-            shared_embedding=shared_embedding,
-        )
-        self.vocab_size = vocab_size
-        self.d_model = d_model
+        self.layer_config = LayerConfig.coerce(layer_config)
+        self.source_vocab_size = source_vocab_size
+        self.target_vocab_size = target_vocab_size or source_vocab_size
         self.num_layers = num_layers
-        self.normalize_before = normalize_before
-        dtype = self.dtype_policy
-        self.target_embedding = SharedEmbedding(
-            vocab_size, d_model, name="shared_embedding" if shared_embedding
-            else "target_embedding", dtype=dtype)
-        if shared_embedding:
-            self.source_embedding = self.softmax_embedding = self.target_embedding
-        else:
-            self.source_embedding = SharedEmbedding(
-                vocab_size, d_model, name="source_embedding", dtype=dtype)
-            self.softmax_embedding = SharedEmbedding(
-                vocab_size, d_model, name="softmax_weights", dtype=dtype)
-        if positional_encoding == "learned":
-            self.position = LearnedPositionalEmbedding(
-                d_model, max_length, name="position", dtype=dtype)
-        else:
-            self.position = SinusoidalPositionalEncoding(d_model, name="position", dtype=dtype)
-        layer_args = dict(
-            d_model=d_model, d_ff=d_ff, num_heads=num_heads, key_dim=key_dim,
-            value_dim=value_dim, dropout_rate=dropout_rate,
-            attention_dropout_rate=attention_dropout_rate,
-            relu_dropout_rate=relu_dropout_rate, normalize_before=normalize_before,
-            layer_norm_epsilon=layer_norm_epsilon, dtype=dtype,
-        )
+        self.positional_encoding = positional_encoding
+        self.max_length = max_length
+        self.shared_embedding = shared_embedding
+        self._make_embeddings()
+        c, dtype = self.layer_config, self.dtype_policy
         self.encoder_layers = [
-            EncoderLayer(name=f"encoder_layer_{i}", **layer_args) for i in range(num_layers)
+            EncoderLayer(c, name=f"encoder_layer_{i}", dtype=dtype) for i in range(num_layers)
         ]
         self.decoder_layers = [
-            DecoderLayer(name=f"decoder_layer_{i}", **layer_args) for i in range(num_layers)
+            DecoderLayer(c, name=f"decoder_layer_{i}", dtype=dtype) for i in range(num_layers)
         ]
         # tf.train.Checkpoint does not look inside Keras' tracked lists: make each
         # layer an attribute too, so checkpoints hold `model/encoder_layer_0/...`.
         for layer in self.encoder_layers + self.decoder_layers:
             setattr(self, layer.name, layer)
-        self.source_dropout = keras.layers.Dropout(dropout_rate, dtype=dtype)
-        self.target_dropout = keras.layers.Dropout(dropout_rate, dtype=dtype)
-        if normalize_before:  # Pre-norm stacks end with a LayerNorm.
+        self.source_dropout = keras.layers.Dropout(c.dropout_rate, dtype=dtype)
+        self.target_dropout = keras.layers.Dropout(c.dropout_rate, dtype=dtype)
+        if c.normalize_before:  # Pre-norm stacks end with a LayerNorm.
             self.encoder_norm = keras.layers.LayerNormalization(
-                epsilon=layer_norm_epsilon, name="encoder_norm", dtype=dtype)
+                epsilon=c.layer_norm_epsilon, name="encoder_norm", dtype=dtype)
             self.decoder_norm = keras.layers.LayerNormalization(
-                epsilon=layer_norm_epsilon, name="decoder_norm", dtype=dtype)
+                epsilon=c.layer_norm_epsilon, name="decoder_norm", dtype=dtype)
+
+    def _make_embeddings(self):
+        """Token embeddings (one or two matrices) and the positional encoding."""
+        d_model, dtype = self.layer_config.d_model, self.dtype_policy
+        if self.shared_embedding:
+            check_shared_vocabulary(self.source_vocab_size, self.target_vocab_size)
+            self.target_embedding = SharedEmbedding(
+                self.target_vocab_size, d_model, name="shared_embedding", dtype=dtype)
+            self.source_embedding = self.target_embedding
+        else:
+            self.target_embedding = SharedEmbedding(
+                self.target_vocab_size, d_model, name="target_embedding", dtype=dtype)
+            self.source_embedding = SharedEmbedding(
+                self.source_vocab_size, d_model, name="source_embedding", dtype=dtype)
+        self.softmax_embedding = self.target_embedding  # Tied (section 3.4).
+        if self.positional_encoding == "learned":
+            self.position = LearnedPositionalEmbedding(
+                d_model, self.max_length, name="position", dtype=dtype)
+        else:
+            self.position = SinusoidalPositionalEncoding(d_model, name="position", dtype=dtype)
 
     @classmethod
-    def from_hparams(cls, hparams, vocab_size: int) -> Transformer:
-        """Builds (and creates the weights of) the model `hparams` describe."""
-        dtype = "mixed_float16" if hparams.mixed_precision else None
+    def from_hparams(cls, hparams, source_vocab_size: int,
+                     target_vocab_size: int | None = None) -> Transformer:
+        """Builds (and creates the weights of) the model `hparams` describe.
+
+        Raises:
+          HParamsError: shared_embedding with different vocabulary sizes.
+        """
         model = cls(
-            vocab_size=vocab_size, num_layers=hparams.num_layers,
-            d_model=hparams.d_model, d_ff=hparams.d_ff, num_heads=hparams.num_heads,
-            key_dim=hparams.key_dim, value_dim=hparams.value_dim,
-            dropout_rate=hparams.dropout_rate,
-            attention_dropout_rate=hparams.attention_dropout_rate,
-            relu_dropout_rate=hparams.relu_dropout_rate,
-            normalize_before=hparams.normalize_before,
-            layer_norm_epsilon=hparams.layer_norm_epsilon,
-            positional_encoding=hparams.positional_encoding,
+            LayerConfig.from_hparams(hparams), source_vocab_size, target_vocab_size,
+            num_layers=hparams.num_layers, positional_encoding=hparams.positional_encoding,
             max_length=hparams.max_length, shared_embedding=hparams.shared_embedding,
-            dtype=dtype,
+            dtype="mixed_float16" if hparams.mixed_precision else None,
         )
         model.build_weights()
         return model
@@ -140,12 +185,12 @@ class Transformer(keras.Model):
         x = self._embed(inputs, self.source_embedding, self.source_dropout, training)
         for layer in self.encoder_layers:
             x = layer(x, attention_mask=input_mask, training=training)
-        if self.normalize_before:
+        if self.layer_config.normalize_before:
             x = self.encoder_norm(x)
         return x, input_mask
 
     def _logits(self, x):
-        if self.normalize_before:
+        if self.layer_config.normalize_before:
             x = self.decoder_norm(x)
         return self.softmax_embedding.project(x)
 
@@ -159,62 +204,81 @@ class Transformer(keras.Model):
         return self._logits(x)
 
     def call(self, features, training=None):
-        """features {"inputs": [B, S], "targets": [B, T]} -> logits [B, T, V]."""
+        """features {"inputs": [B, S], "targets": [B, T]} -> float32 logits [B, T, V]."""
         encoder_output, input_mask = self.encode(features["inputs"], training=training)
         decoder_inputs = shift_right(features["targets"])
         return self.decode(decoder_inputs, encoder_output, input_mask, training=training)
 
-    def init_cache(self, encoder_output, input_mask, max_decode_length):
-        """The decoding cache: per layer self (empty, [B, H, L, d]) and cross K/V."""
-        batch = ops.shape(encoder_output)[0]
-        layers = []
+    def init_cache(self, inputs, max_decode_length):
+        """Encodes `inputs` int32 [B, S] for cached decoding.
+
+        Returns:
+          self_cache: per decoder layer {"key": [B, H, L, d_k], "value": [B, H, L, d_v]},
+            zeros, L = max_decode_length.
+          cross_cache: {"layers": per decoder layer {"key": [B, H, S, d_k],
+            "value": [B, H, S, d_v]}, "input_mask": bool [B, 1, S]}.
+        """
+        encoder_output, input_mask = self.encode(inputs, training=False)
+        batch, dtype = ops.shape(encoder_output)[0], encoder_output.dtype
+        self_cache = []
         for layer in self.decoder_layers:
             attention = layer.self_attention
-            heads = attention.num_heads
-            dtype = encoder_output.dtype
-            layers.append({
-                "self": {
-                    "key": ops.zeros((batch, heads, max_decode_length, attention.key_dim),
-                                     dtype=dtype),
-                    "value": ops.zeros((batch, heads, max_decode_length,
-                                        attention.value_dim), dtype=dtype),
-                },
-                "cross": layer.compute_cross_cache(encoder_output),
+            shape = (batch, attention.num_heads, max_decode_length)
+            self_cache.append({
+                "key": ops.zeros(shape + (attention.key_dim,), dtype=dtype),
+                "value": ops.zeros(shape + (attention.value_dim,), dtype=dtype),
             })
-        return {"layers": layers, "input_mask": input_mask}
+        cross_cache = {
+            "layers": [layer.compute_cross_cache(encoder_output)
+                       for layer in self.decoder_layers],
+            "input_mask": input_mask,
+        }
+        return self_cache, cross_cache
 
     @staticmethod
-    def grow_self_cache(self_caches, length):
-        """Pads per-layer self-attention caches [B, H, l, d] with zeros to `length` slots."""
+    def grow_self_cache(self_cache, length):
+        """Pads the self-attention caches [B, H, l, d] with zeros to `length` slots."""
         def pad(x):
             return ops.pad(x, [[0, 0], [0, 0], [0, length - x.shape[2]], [0, 0]])
-        return keras.tree.map_structure(pad, self_caches)
+        return keras.tree.map_structure(pad, self_cache)
 
-    def decode_step(self, ids, index, cache):
+    def decode_step(self, ids, index, self_cache, cross_cache):
         """One cached decoder step.
 
         Args:
           ids: int [B], the token at position `index - 1` (0 = start at index 0).
           index: int32 scalar, the position being predicted.
-          cache: from `init_cache` or the previous step.
+          self_cache: from `init_cache`, `grow_self_cache` or the previous step.
+          cross_cache: from `init_cache` (rows may be repeated per beam).
 
         Returns:
-          (float32 logits [B, V] for position `index`, updated cache).
+          (float32 logits [B, V] for position `index`, updated self_cache).
         """
         x = self._embed(ops.expand_dims(ids, 1), self.target_embedding,
                         self.target_dropout, False, start_index=index)
-        max_len = ops.shape(cache["layers"][0]["self"]["key"])[2]
+        max_len = ops.shape(self_cache[0]["key"])[2]
         valid = ops.reshape(ops.arange(max_len) <= index, (1, 1, -1))  # [1, 1, L]
-        new_layers = []
-        for layer, layer_cache in zip(self.decoder_layers, cache["layers"]):
-            x, new_cache = layer(
-                x, self_attention_mask=valid, cross_attention_mask=cache["input_mask"],
-                cache=layer_cache, cache_index=index, training=False)
-            new_layers.append(new_cache)
-        logits = self._logits(x)[:, 0, :]
-        return logits, {"layers": new_layers, "input_mask": cache["input_mask"]}
+        new_self_cache = []
+        for layer, own, cross in zip(self.decoder_layers, self_cache, cross_cache["layers"]):
+            x, new = layer(
+                x, self_attention_mask=valid, cross_attention_mask=cross_cache["input_mask"],
+                cache={"self": own, "cross": cross}, cache_index=index, training=False)
+            new_self_cache.append(new["self"])
+        return self._logits(x)[:, 0, :], new_self_cache
 
     def get_config(self):
         config = super().get_config()
-        config.update(self.config)
+        config.update(
+            layer_config=self.layer_config.to_dict(),
+            source_vocab_size=self.source_vocab_size,
+            target_vocab_size=self.target_vocab_size,
+            num_layers=self.num_layers, positional_encoding=self.positional_encoding,
+            max_length=self.max_length, shared_embedding=self.shared_embedding,
+        )
         return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["layer_config"] = LayerConfig.coerce(config["layer_config"])
+        return super().from_config(config)

@@ -1,9 +1,12 @@
-"""Name -> Problem class and name -> hparams set.
+"""Name -> Problem class, name -> hparams set, name -> model class.
 
 Problems register with `@register_problem("wmt_ende")`, hparams sets with
-`@register_hparams("big")`. The packages `t2t_lite.problems` and
-`t2t_lite.hparams` are imported on the first lookup, so every built-in name is
-known; an unknown name fails with one line listing the known names.
+`@register_hparams("big")`, models with `@register_model("transformer")` (the
+interface a model class provides is in `t2t_lite/model.py`'s docstring;
+`hparams.model` names the class a run builds). The packages `t2t_lite.problems`
+and `t2t_lite.hparams` and the module `t2t_lite.model` are imported on the first
+lookup, so every built-in name is known; an unknown name fails with one line
+listing the known names.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any, Callable
 
 _PROBLEMS: dict[str, type] = {}
 _HPARAMS: dict[str, Callable[[], Any]] = {}
+_MODELS: dict[str, type] = {}
 _LOADED = False
 
 
@@ -45,6 +49,16 @@ def register_hparams(name: str):
     return decorator
 
 
+def register_model(name: str):
+    """Class decorator: registers a model class under `name` (`hparams.model`)."""
+
+    def decorator(cls):
+        _add(_MODELS, name, cls, "model")
+        return cls
+
+    return decorator
+
+
 def _add(table: dict, name: str, value: Any, kind: str) -> None:
     if name in table and table[name] is not value:
         raise RegistryError(f"{kind} {name!r} is registered twice")
@@ -57,6 +71,7 @@ def _ensure_loaded() -> None:
         _LOADED = True
         importlib.import_module("t2t_lite.problems")
         importlib.import_module("t2t_lite.hparams")
+        importlib.import_module("t2t_lite.model")
 
 
 def _lookup(table: dict, name: str, kind: str, flag: str):
@@ -81,6 +96,11 @@ def hparams(name: str):
     return _lookup(_HPARAMS, name, "hparams set", "--hparams")()
 
 
+def model(name: str) -> type:
+    """Returns the model class registered as `name`."""
+    return _lookup(_MODELS, name, "model", "--hparams_overrides=model")
+
+
 def list_problems() -> list[str]:
     _ensure_loaded()
     return sorted(_PROBLEMS)
@@ -89,3 +109,8 @@ def list_problems() -> list[str]:
 def list_hparams() -> list[str]:
     _ensure_loaded()
     return sorted(_HPARAMS)
+
+
+def list_models() -> list[str]:
+    _ensure_loaded()
+    return sorted(_MODELS)

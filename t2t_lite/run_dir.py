@@ -1,9 +1,11 @@
 """The output directory of a run: resolved hparams, problem name, atomic writes.
 
-`hparams.json` (the resolved HParams) and `problem.json` (problem name and
-vocabulary size) are written next to the checkpoints, and every later tool
-reads them back. A new run in a directory that already holds a run must agree
-on the problem and on every model-shaping hparam.
+`hparams.json` (the resolved HParams, `model` included) and `problem.json`
+(problem name, source and target vocabulary sizes, data dir) are written next
+to the checkpoints, and every later tool reads them back. A new run in a
+directory that already holds a run must agree on the problem and on every
+model-shaping hparam. Files written before separate vocabularies existed hold
+one "vocab_size"; it is read as both sizes.
 """
 
 from __future__ import annotations
@@ -52,7 +54,11 @@ def _umask() -> int:
 
 
 def read_run(output_dir: str) -> tuple[HParams, dict]:
-    """(hparams, {"problem": name, "vocab_size": V}) saved in `output_dir`."""
+    """(hparams, info) saved in `output_dir`.
+
+    info: {"problem": name, "source_vocab_size": int, "target_vocab_size": int,
+    "data_dir": str or None}.
+    """
     hparams_path = os.path.join(output_dir, HPARAMS_FILE)
     problem_path = os.path.join(output_dir, PROBLEM_FILE)
     for path in (hparams_path, problem_path):
@@ -65,18 +71,32 @@ def read_run(output_dir: str) -> tuple[HParams, dict]:
         hparams = HParams.from_json(f.read())
     with open(problem_path, encoding="utf-8") as f:
         info = json.load(f)
+    if "vocab_size" in info:  # Written before separate vocabularies: one size.
+        info.setdefault("source_vocab_size", info["vocab_size"])
+        info.setdefault("target_vocab_size", info.pop("vocab_size"))
     return hparams, info
 
 
+def holds_weights(output_dir: str) -> bool:
+    """True when `output_dir` or a folder in it (best/, averaged/) holds a checkpoint."""
+    folders = [output_dir] + [os.path.join(output_dir, name) for name in os.listdir(output_dir)]
+    return any(name.endswith(".index") for folder in folders if os.path.isdir(folder)
+               for name in os.listdir(folder))
+
+
 def prepare_run(output_dir: str, hparams: HParams, problem_name: str,
-                vocab_size: int, data_dir: str | None = None) -> None:
-    """Checks `output_dir` against an earlier run there, then saves this one's hparams.
+                source_vocab_size: int, target_vocab_size: int,
+                data_dir: str | None = None) -> None:
+    """Checks `output_dir` against an earlier run there, then saves this one's files.
+
+    Only a directory that holds weights is checked: the files of a run that
+    stopped before its first checkpoint (e.g. refused hparams) are replaced.
 
     Raises:
-      RunDirError: when the directory holds a run of another problem or with
-        different model-shaping hparams.
+      RunDirError: when the directory holds checkpoints of another problem, of a
+        model with different model-shaping hparams, or of other vocabulary sizes.
     """
-    if os.path.exists(os.path.join(output_dir, HPARAMS_FILE)):
+    if os.path.exists(os.path.join(output_dir, HPARAMS_FILE)) and holds_weights(output_dir):
         old_hparams, info = read_run(output_dir)
         if info.get("problem") != problem_name:
             raise RunDirError(
@@ -84,6 +104,10 @@ def prepare_run(output_dir: str, hparams: HParams, problem_name: str,
                 f"{problem_name!r}; use another --output_dir"
             )
         diff = hparams.model_shaping_diff(old_hparams)
+        old_sizes = (info.get("source_vocab_size"), info.get("target_vocab_size"))
+        if old_sizes != (source_vocab_size, target_vocab_size):
+            diff.append(f"source/target vocabulary sizes: {old_sizes[0]}/{old_sizes[1]} -> "
+                        f"{source_vocab_size}/{target_vocab_size}")
         if diff:
             raise RunDirError(
                 f"{output_dir} holds checkpoints of a different model ({'; '.join(diff)}); "
@@ -92,7 +116,8 @@ def prepare_run(output_dir: str, hparams: HParams, problem_name: str,
     atomic_write_text(os.path.join(output_dir, HPARAMS_FILE), hparams.to_json() + "\n")
     atomic_write_text(
         os.path.join(output_dir, PROBLEM_FILE),
-        json.dumps({"problem": problem_name, "vocab_size": vocab_size,
+        json.dumps({"problem": problem_name, "source_vocab_size": source_vocab_size,
+                    "target_vocab_size": target_vocab_size,
                     "data_dir": os.path.abspath(data_dir) if data_dir else None},
                    indent=2) + "\n",
     )

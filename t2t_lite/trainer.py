@@ -21,8 +21,8 @@ import keras
 import tensorflow as tf
 
 from t2t_lite import data, run_dir
-from t2t_lite.checkpoints import build_model, model_weights
-from t2t_lite.evaluation import DevEvaluator, DevResult, EvalOptions, write_weights_dir
+from t2t_lite.checkpoints import build_model, model_weights, write_weights_dir
+from t2t_lite.evaluation import BEST_FILE, DevEvaluator, DevResult, EvalOptions
 from t2t_lite.schedules import TransformerSchedule, paper_learning_rate
 from t2t_lite.train_step import StepRunner
 
@@ -182,7 +182,7 @@ def train(problem, hparams, output_dir: str, data_dir: str | None = None,
     progress = _Progress(output_dir, total_steps, step, log, options.progress_bar)
     evaluator = DevEvaluator.create(
         problem, model, hparams, output_dir, options.eval,
-        lambda directory, record: write_weights_dir(model, directory, record),
+        lambda directory, record: write_weights_dir(model, directory, record, BEST_FILE),
         progress.message)
 
     def learning_rate(at):

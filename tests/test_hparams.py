@@ -97,6 +97,42 @@ def test_json_round_trip_and_shaping_diff():
     assert other.model_shaping_diff(h) == ["num_layers: 6 -> 4"]
 
 
+def test_model_shaping_fields_come_from_field_metadata():
+    from t2t_lite.hparams import hparams as hparams_module
+
+    marked = {f.name for f in dataclasses.fields(HParams) if f.metadata.get("model_shaping")}
+    assert marked == {"model", "num_layers", "d_model", "d_ff", "num_heads", "d_k", "d_v",
+                      "positional_encoding", "max_length", "shared_embedding",
+                      "normalize_before"}
+    assert set(hparams_module.model_shaping_fields()) == marked
+    assert set(hparams_module.MODEL_SHAPING_FIELDS) == marked
+    h = registry.hparams("tiny")
+    # Every marked field, and no other, shows in the diff.
+    other = {bool: lambda v: not v, int: lambda v: v * 2, float: lambda v: v * 2 or 0.5,
+             type(None): lambda v: 16}
+    strings = {"model": "other", "positional_encoding": "learned"}
+    for field in dataclasses.fields(HParams):
+        old = getattr(h, field.name)
+        new = strings[field.name] if isinstance(old, str) else other[type(old)](old)
+        assert new != old
+        diff = dataclasses.replace(h, **{field.name: new}).model_shaping_diff(h)
+        assert bool(diff) == (field.name in marked), field.name
+
+
+def test_model_field_is_saved_and_defaults_to_transformer():
+    import json
+
+    h = registry.hparams("tiny")
+    assert h.model == "transformer"
+    saved = json.loads(h.to_json())
+    assert saved["model"] == "transformer"
+    other = h.override("model=my_model")
+    assert other.model == "my_model" and HParams.from_json(other.to_json()) == other
+    del saved["model"]  # An hparams.json written before models were registered.
+    assert HParams.from_json(json.dumps(saved)).model == "transformer"
+    assert other.model_shaping_diff(h) == ["model: 'transformer' -> 'my_model'"]
+
+
 def test_unknown_names_list_known_ones():
     with pytest.raises(registry.RegistryError) as info:
         registry.hparams("bigg")

@@ -1,5 +1,6 @@
 """The model: paper-exact pieces, parameter counts, masks, cached decoding."""
 
+import dataclasses
 import math
 
 import keras
@@ -9,6 +10,7 @@ import tensorflow as tf
 
 from t2t_lite import checkpoints, registry, trainer
 from t2t_lite.layers.attention import MultiHeadAttention
+from t2t_lite.layers.config import LayerConfig
 from t2t_lite.layers.decoder import DecoderLayer
 from t2t_lite.layers.encoder import EncoderLayer
 from t2t_lite.layers.positional_encoding import SinusoidalPositionalEncoding, sinusoid
@@ -88,17 +90,21 @@ def _random_batch(rng, vocab=20):
     return inputs, targets
 
 
-@pytest.mark.parametrize("overrides", ["", "normalize_before=true",
-                                       "positional_encoding=learned,d_k=8,d_v=24"])
-def test_cached_decoding_equals_full_forward(tiny_hparams, overrides):
-    model = Transformer.from_hparams(tiny_hparams.override(overrides), 20)
+@pytest.mark.parametrize("overrides, target_vocab", [
+    ("", 20), ("normalize_before=true", 20), ("positional_encoding=learned,d_k=8,d_v=24", 20),
+    ("shared_embedding=false", 30)])
+def test_cached_decoding_equals_full_forward(tiny_hparams, overrides, target_vocab):
+    model = Transformer.from_hparams(tiny_hparams.override(overrides), 20, target_vocab)
     inputs, targets = _random_batch(np.random.default_rng(1))
+    targets[1, 2] = target_vocab - 1  # A target-only id when the vocabularies differ.
     full = np.array(model({"inputs": inputs, "targets": targets}))
-    encoder_output, mask = model.encode(inputs)
-    cache = model.init_cache(encoder_output, mask, 6)
+    assert full.shape == (3, 6, target_vocab) and full.dtype == np.float32
+    self_cache, cross_cache = model.init_cache(inputs, 4)
     previous = np.zeros(3, np.int32)
     for i in range(6):
-        logits, cache = model.decode_step(previous, i, cache)
+        if i == 4:  # Grown as decoding.search grows it; cross_cache never changes.
+            self_cache = model.grow_self_cache(self_cache, 6)
+        logits, self_cache = model.decode_step(previous, i, self_cache, cross_cache)
         np.testing.assert_allclose(np.array(logits), full[:, i], atol=1e-4)
         previous = targets[:, i]
 
@@ -118,24 +124,46 @@ def test_no_future_leak_and_padding_ignored(tiny_hparams):
 
 def test_post_norm_layer_structure():
     # LayerNorm(x + Sublayer(x)): the output of every position has zero mean, unit variance.
-    layer = EncoderLayer(16, 32, 2, 8, 8, dropout_rate=0.0)
+    layer = EncoderLayer(LayerConfig(16, 32, 2, 8, 8, dropout_rate=0.0))
     out = np.array(layer(np.random.default_rng(0).normal(size=(2, 5, 16)).astype(np.float32)))
     np.testing.assert_allclose(out.mean(-1), 0.0, atol=1e-5)
     np.testing.assert_allclose(out.std(-1), 1.0, atol=1e-2)
 
 
+CONFIG = LayerConfig(d_model=16, d_ff=32, num_heads=2, key_dim=8, value_dim=8,
+                     dropout_rate=0.2, normalize_before=True, layer_norm_epsilon=1e-5)
+
+
 @pytest.mark.parametrize("layer, args", [
     (MultiHeadAttention, dict(num_heads=2, d_model=16, key_dim=4, value_dim=12)),
-    (EncoderLayer, dict(d_model=16, d_ff=32, num_heads=2, key_dim=8, value_dim=8)),
-    (DecoderLayer, dict(d_model=16, d_ff=32, num_heads=2, key_dim=8, value_dim=8,
-                        normalize_before=True)),
+    (EncoderLayer, dict(layer_config=CONFIG)),
+    (DecoderLayer, dict(layer_config=CONFIG)),
+    (Transformer, dict(layer_config=CONFIG, source_vocab_size=11, target_vocab_size=13,
+                       num_layers=2, positional_encoding="learned", max_length=40,
+                       shared_embedding=False)),
 ])
 def test_layer_config_round_trip(layer, args):
     instance = layer(**args)
-    again = layer.from_config(instance.get_config())
-    assert again.get_config() == instance.get_config()
+    config = instance.get_config()
+    if "layer_config" in args:  # Stored as a plain dict, rebuilt as a LayerConfig.
+        assert config["layer_config"] == dataclasses.asdict(CONFIG)
+    again = layer.from_config(config)
+    assert again.get_config() == config
     again = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(instance))
-    assert type(again) is layer
+    assert type(again) is layer and again.get_config() == config
+    if "layer_config" in args:
+        assert again.layer_config == CONFIG
+
+
+def test_layer_config_from_hparams():
+    h = registry.hparams("base_b_dk16").override("relu_dropout_rate=0.1,normalize_before=true")
+    assert LayerConfig.from_hparams(h) == LayerConfig(
+        d_model=512, d_ff=2048, num_heads=8, key_dim=16, value_dim=64, dropout_rate=0.1,
+        attention_dropout_rate=0.0, relu_dropout_rate=0.1, normalize_before=True,
+        layer_norm_epsilon=1e-6)
+    model = Transformer.from_hparams(registry.hparams("tiny").override("dropout_rate=0.3"), 12)
+    assert model.encoder_layers[1].layer_config is model.layer_config
+    assert model.decoder_layers[0].self_attention_dropout.rate == 0.3
 
 
 def test_checkpoint_holds_every_weight(tiny_hparams, tmp_path):

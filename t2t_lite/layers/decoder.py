@@ -20,15 +20,15 @@ from t2t_lite.layers.encoder import ResidualMixin
 
 @keras.saving.register_keras_serializable(package="t2t_lite")
 class DecoderLayer(ResidualMixin, keras.layers.Layer):
-    """Masked self-attention + encoder-decoder attention + FFN (section 3.1)."""
+    """Masked self-attention + encoder-decoder attention + FFN (section 3.1).
 
-    def __init__(self, d_model, d_ff, num_heads, key_dim, value_dim, dropout_rate=0.1,
-                 attention_dropout_rate=0.0, relu_dropout_rate=0.0,
-                 normalize_before=False, layer_norm_epsilon=1e-6, **kwargs):
+    Args:
+      layer_config: the `LayerConfig` (or its dict).
+    """
+
+    def __init__(self, layer_config, **kwargs):
         super().__init__(**kwargs)
-        self._store(d_model, d_ff, num_heads, key_dim, value_dim, dropout_rate,
-                    attention_dropout_rate, relu_dropout_rate, normalize_before,
-                    layer_norm_epsilon)
+        self._store_config(layer_config)
 
     def build(self, x_shape, encoder_output_shape=None):
         input_shape = x_shape
@@ -97,8 +97,3 @@ class DecoderLayer(ResidualMixin, keras.layers.Layer):
 
     def compute_output_shape(self, x_shape, encoder_output_shape=None):
         return x_shape
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(self._common_config())
-        return config

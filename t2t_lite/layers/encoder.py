@@ -12,85 +12,78 @@ from __future__ import annotations
 import keras
 
 from t2t_lite.layers.attention import MultiHeadAttention
+from t2t_lite.layers.config import LayerConfig
 from t2t_lite.layers.feed_forward import PositionwiseFeedForward
 
 
 class ResidualMixin:
-    """The residual + dropout + LayerNorm wrapper shared by both layer kinds."""
+    """The residual + dropout + LayerNorm wrapper shared by both layer kinds.
+
+    The layer stores its `LayerConfig` as `self.layer_config` (`_store_config`);
+    `get_config` writes it as a dict and `from_config` rebuilds it.
+    """
+
+    def _store_config(self, layer_config):
+        self.layer_config = LayerConfig.coerce(layer_config)
 
     def _make_norm(self, name, shape):
         norm = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon, name=name, dtype=self.dtype_policy
+            epsilon=self.layer_config.layer_norm_epsilon, name=name, dtype=self.dtype_policy
         )
         norm.build(shape)
         return norm
 
     def _make_dropout(self, name):
-        return keras.layers.Dropout(self.dropout_rate, name=name, dtype=self.dtype_policy)
+        return keras.layers.Dropout(
+            self.layer_config.dropout_rate, name=name, dtype=self.dtype_policy)
 
     def _residual(self, x, sublayer, norm, dropout, training):
         """Post-norm LayerNorm(x + Dropout(f(x))), or pre-norm x + Dropout(f(LN(x)))."""
-        if self.normalize_before:
+        if self.layer_config.normalize_before:
             return x + dropout(sublayer(norm(x)), training=training)
         return norm(x + dropout(sublayer(x), training=training))
 
-    def _common_config(self):
-        return dict(
-            d_model=self.d_model,
-            d_ff=self.d_ff,
-            num_heads=self.num_heads,
-            key_dim=self.key_dim,
-            value_dim=self.value_dim,
-            dropout_rate=self.dropout_rate,
-            attention_dropout_rate=self.attention_dropout_rate,
-            relu_dropout_rate=self.relu_dropout_rate,
-            normalize_before=self.normalize_before,
-            layer_norm_epsilon=self.layer_norm_epsilon,
-        )
-
-    def _store(self, d_model, d_ff, num_heads, key_dim, value_dim, dropout_rate,
-               attention_dropout_rate, relu_dropout_rate, normalize_before,
-               layer_norm_epsilon):
-        self.d_model = d_model
-        self.d_ff = d_ff
-        self.num_heads = num_heads
-        self.key_dim = key_dim
-        self.value_dim = value_dim
-        self.dropout_rate = dropout_rate
-        self.attention_dropout_rate = attention_dropout_rate
-        self.relu_dropout_rate = relu_dropout_rate
-        self.normalize_before = normalize_before
-        self.layer_norm_epsilon = layer_norm_epsilon
-
     def _make_attention(self, name, query_shape, value_shape=None):
+        c = self.layer_config
         attention = MultiHeadAttention(
-            self.num_heads, self.d_model, self.key_dim, self.value_dim,
-            attention_dropout_rate=self.attention_dropout_rate,
+            c.num_heads, c.d_model, c.key_dim, c.value_dim,
+            attention_dropout_rate=c.attention_dropout_rate,
             name=name, dtype=self.dtype_policy,
         )
         attention.build(query_shape, value_shape)
         return attention
 
     def _make_ffn(self, shape):
+        c = self.layer_config
         ffn = PositionwiseFeedForward(
-            self.d_model, self.d_ff, self.relu_dropout_rate,
-            name="feed_forward", dtype=self.dtype_policy,
+            c.d_model, c.d_ff, c.relu_dropout_rate, name="feed_forward", dtype=self.dtype_policy,
         )
         ffn.build(shape)
         return ffn
 
+    def get_config(self):
+        config = super().get_config()
+        config.update(layer_config=self.layer_config.to_dict())
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["layer_config"] = LayerConfig.coerce(config["layer_config"])
+        return super().from_config(config)
+
 
 @keras.saving.register_keras_serializable(package="t2t_lite")
 class EncoderLayer(ResidualMixin, keras.layers.Layer):
-    """Self-attention + FFN, each in a residual block (section 3.1)."""
+    """Self-attention + FFN, each in a residual block (section 3.1).
 
-    def __init__(self, d_model, d_ff, num_heads, key_dim, value_dim, dropout_rate=0.1,
-                 attention_dropout_rate=0.0, relu_dropout_rate=0.0,
-                 normalize_before=False, layer_norm_epsilon=1e-6, **kwargs):
+    Args:
+      layer_config: the `LayerConfig` (or its dict).
+    """
+
+    def __init__(self, layer_config, **kwargs):
         super().__init__(**kwargs)
-        self._store(d_model, d_ff, num_heads, key_dim, value_dim, dropout_rate,
-                    attention_dropout_rate, relu_dropout_rate, normalize_before,
-                    layer_norm_epsilon)
+        self._store_config(layer_config)
 
     def build(self, input_shape):
         self.self_attention = self._make_attention("self_attention", input_shape)
@@ -115,8 +108,3 @@ class EncoderLayer(ResidualMixin, keras.layers.Layer):
 
     def compute_output_shape(self, input_shape):
         return input_shape
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(self._common_config())
-        return config
