@@ -13,15 +13,17 @@ the same problem always yields the same data.
 
 from __future__ import annotations
 
+import abc
 import zlib
 
 import numpy as np
 import tensorflow as tf
 
-from t2t_lite.problems.base import EOS_ID, Problem, ProblemError
+from t2t_lite.ids import EOS_ID
+from t2t_lite.problems.base import Problem, ProblemError
 from t2t_lite.registry import register_problem
 
-_FIRST_SYMBOL_ID = 2  # 0 = pad, 1 = EOS.
+_FIRST_SYMBOL_ID = EOS_ID + 1  # 0 = pad, 1 = EOS, then the symbols.
 
 
 def split_of(symbols) -> str:
@@ -50,8 +52,9 @@ class AlgorithmicProblem(Problem):
     def vocab_size(self) -> int:
         return _FIRST_SYMBOL_ID + self.num_symbols
 
+    @abc.abstractmethod
     def transform(self, symbols: np.ndarray) -> np.ndarray:
-        raise NotImplementedError(f"{type(self).__name__} must define transform()")
+        """The target symbols of input `symbols` (int [n] -> int [m])."""
 
     def sequences(self, split: str) -> list[np.ndarray]:
         """The `split_sizes[split]` symbol sequences of `split` (deterministic)."""

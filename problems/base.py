@@ -24,8 +24,8 @@ import tensorflow as tf
 
 from t2t_lite.ids import EOS_ID, PAD_ID, strip_ids
 from t2t_lite.metrics.base import ExactMatch, Metric, Score, evaluate
+from t2t_lite.shards import SPLITS
 
-SPLITS = ("train", "dev", "test")
 
 
 class ProblemError(ValueError):

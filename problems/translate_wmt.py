@@ -27,7 +27,7 @@ UTF-8 text files, plain or .gz, anywhere under R:
 
 from __future__ import annotations
 
-from t2t_lite.problems.translate import Text2TextProblem
+from t2t_lite.problems.text2text import Text2TextProblem
 from t2t_lite.problems.translate_corpus import TfdsCorpus, TfdsSource
 from t2t_lite.registry import register_problem
 

@@ -1,26 +1,29 @@
-"""Data generation: the shared vocabulary and encoded TFRecord shards of a problem.
+"""Data generation: the vocabularies and encoded TFRecord shards of a problem.
 
 `generate(problem, data_dir, raw_dir)` does what `t2t_lite-datagen` does:
 1. checks (or downloads) every split's input before writing anything;
-2. trains the shared SentencePiece vocabulary on a seeded sample of training
-   pairs, both sides (or reuses the one already in data_dir);
-3. writes each split as TFRecord shards `PROBLEM-SPLIT-00000-of-00009`, each a
-   `tf.train.Example` with int64 features "inputs" and "targets", EOS appended
-   (tensor2tensor's format). Shard k holds input pairs [k * shard_size,
+2. trains the SentencePiece vocabulary on a seeded sample of training pairs,
+   or reuses the one already in data_dir: one shared vocabulary learned on
+   both sides (the default), or, for a problem with `shared_vocab = False`,
+   a source vocabulary learned on the source side and a target vocabulary
+   learned on the target side, each reused or trained on its own;
+3. writes each split as TFRecord shards `PROBLEM-SPLIT-00000-of-00009`
+   (`t2t_lite.shards`), inputs encoded with the source vocabulary and targets
+   with the target vocabulary. Shard k holds input pairs [k * shard_size,
    (k + 1) * shard_size); training shards are shuffled inside with a seed.
 
 Every file is written to a temporary name and renamed, so a killed run leaves
 no half-written file, and a new run skips the shards already written. A
-manifest, `PROBLEM.datagen.json`, records the inputs, the vocabulary and the
-shard layout; a run with other inputs or settings refuses to mix its shards
-with the old ones. Pairs with an empty side are skipped and counted; length
-filtering happens when training reads the data (`data.batch_by_tokens`).
+manifest, `PROBLEM.datagen.json`, records the inputs, the vocabularies
+(sha256 and size) and the shard layout; a run with other inputs or settings
+refuses to mix its shards with the old ones. Pairs with an empty side are
+skipped and counted; length filtering happens when training reads the data
+(`data.batch_by_tokens`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import glob
 import os
 import random
 import sys
@@ -28,16 +31,21 @@ import time
 from itertools import islice
 
 from t2t_lite import datagen_io as io_
+from t2t_lite.shards import SPLITS, read_shard_stats, shard_files, shard_name
 from t2t_lite.text_encoder import DataError, SubwordVocab, normalize, train_vocab
 
-SPLITS = ("train", "dev", "test")
+__all__ = ["DatagenOptions", "DatagenSummary", "SplitSummary", "VocabSummary",
+           "format_summary", "generate", "manifest_path", "sample_pairs", "shard_files",
+           "shard_name"]
 
 
 @dataclasses.dataclass(frozen=True)
 class DatagenOptions:
     """How to generate. None means the problem's own default."""
 
-    vocab_size: int | None = None  # Pieces in the shared vocabulary.
+    vocab_size: int | None = None  # Pieces in the vocabulary (each, when separate).
+    source_vocab_size: int | None = None  # Separate vocabularies only.
+    target_vocab_size: int | None = None
     vocab_sample_size: int | None = None  # Training pairs sampled to learn it.
     shard_size: int | None = None  # Pairs per shard.
     seed: int = 1234  # Vocabulary sample and in-shard shuffle.
@@ -66,27 +74,46 @@ class SplitSummary:
 
 
 @dataclasses.dataclass
+class VocabSummary:
+    side: str  # "shared", "source" or "target".
+    path: str
+    size: int
+    trained: bool  # False: reused from data_dir.
+    seconds: float = 0.0
+
+
+@dataclasses.dataclass
 class DatagenSummary:
     problem: str
     data_dir: str
-    vocab_path: str
-    vocab_size: int
-    vocab_trained: bool
-    vocab_seconds: float
+    vocabs: list[VocabSummary]  # One shared, or source then target.
     splits: list[SplitSummary]
     seconds: float
 
+    @property
+    def vocab_path(self) -> str:
+        """The (first) vocabulary's model file."""
+        return self.vocabs[0].path
 
-def shard_name(problem_name: str, split: str, index: int, count: int) -> str:
-    return f"{problem_name}-{split}-{index:05d}-of-{count:05d}"
+    @property
+    def vocab_size(self) -> int:
+        return self.vocabs[0].size
+
+    @property
+    def vocab_trained(self) -> bool:
+        return any(v.trained for v in self.vocabs)
+
+    @property
+    def vocab_seconds(self) -> float:
+        return sum(v.seconds for v in self.vocabs)
 
 
-def shard_files(data_dir: str, problem_name: str, split: str) -> tuple[list[str], int]:
-    """(sorted shard paths of `split` in data_dir, the count their names announce or 0)."""
-    pattern = f"{glob.escape(problem_name)}-{split}-[0-9]*-of-[0-9]*"
-    paths = sorted(glob.glob(os.path.join(glob.escape(data_dir), pattern)))
-    counts = {int(p.rsplit("-of-", 1)[1]) for p in paths if p[-5:].isdigit()}
-    return paths, (counts.pop() if len(counts) == 1 else 0)
+@dataclasses.dataclass(frozen=True)
+class _VocabSpec:
+    side: str  # "shared", "source" or "target".
+    sides: tuple  # The pair sides it encodes (and is learned on): 0 source, 1 target.
+    size: int  # Pieces wanted when trained.
+    asked: int | None  # The size a flag asked for: an existing file must have it.
 
 
 def manifest_path(data_dir: str, problem_name: str) -> str:
@@ -96,7 +123,7 @@ def manifest_path(data_dir: str, problem_name: str) -> str:
 def generate(problem, data_dir: str, raw_dir: str | None = None,
              options: DatagenOptions = DatagenOptions(), log=print,
              progress_stream=None) -> DatagenSummary:
-    """Writes `problem`'s vocabulary and shards into `data_dir`.
+    """Writes `problem`'s vocabularies and shards into `data_dir`.
 
     Raises:
       DataError, ProblemError: unusable input or data_dir; nothing is corrupted.
@@ -104,10 +131,7 @@ def generate(problem, data_dir: str, raw_dir: str | None = None,
     if not hasattr(problem, "corpora"):
         raise DataError(f"{problem.name} is generated in code and needs no datagen: "
                         f"train it directly with t2t_lite-trainer --problem={problem.name}")
-    for name in ("vocab_size", "vocab_sample_size", "shard_size"):
-        value = getattr(options, name)
-        if value is not None and value < 1:
-            raise DataError(f"--{name} must be >= 1, got {value}")
+    specs = _vocab_specs(problem, options)
     start = time.time()
     corpora = {s: c for s, c in problem.corpora(raw_dir, options).items() if c is not None}
     counts = {}
@@ -118,23 +142,111 @@ def generate(problem, data_dir: str, raw_dir: str | None = None,
         raise DataError(f"{problem.name}: the training data holds no sentence pairs")
     os.makedirs(data_dir, exist_ok=True)
     io_.remove_temporaries(data_dir, problem.name)
-    vocab, trained, vocab_seconds = _vocabulary(problem, data_dir, corpora["train"],
-                                                counts["train"], options, log)
-    plan = _plan(problem, corpora, counts, vocab, options)
+    vocabs, vocab_summaries = _vocabularies(problem, data_dir, specs, corpora["train"],
+                                            counts["train"], options, log)
+    plan = _plan(problem, corpora, counts, vocabs, options)
     manifest = io_.Manifest.open(manifest_path(data_dir, problem.name), plan,
                                  lambda split: shard_files(data_dir, problem.name, split)[0])
     summaries = []
     for split in SPLITS:
         if split in corpora:
             summaries.append(_write_split(problem, data_dir, split, corpora[split], plan,
-                                          manifest, vocab, options.seed, log,
+                                          manifest, vocabs, options.seed, log,
                                           progress_stream or sys.stderr))
     manifest.finish()
-    return DatagenSummary(problem.name, data_dir, problem.vocab_path(data_dir), vocab.vocab_size,
-                          trained, vocab_seconds, summaries, time.time() - start)
+    return DatagenSummary(problem.name, data_dir, vocab_summaries, summaries,
+                          time.time() - start)
 
 
-def _plan(problem, corpora, counts, vocab, options) -> dict:
+def _vocab_specs(problem, options) -> list[_VocabSpec]:
+    """The vocabularies to reuse or train, with their sizes; checks the size options.
+
+    Shared: --vocab_size, else the problem's default_vocab_size. Separate: per
+    side --SIDE_vocab_size, else the problem's default_SIDE_vocab_size, else
+    --vocab_size, else default_vocab_size.
+    """
+    names = ("vocab_size", "source_vocab_size", "target_vocab_size", "vocab_sample_size",
+             "shard_size")
+    for name in names:
+        value = getattr(options, name)
+        if value is not None and value < 1:
+            raise DataError(f"--{name} must be >= 1, got {value}")
+    if problem.shared_vocab:
+        if options.source_vocab_size or options.target_vocab_size:
+            raise DataError(f"{problem.name} shares one vocabulary between source and target: "
+                            "size it with --vocab_size, not --source/--target_vocab_size")
+        size = options.vocab_size or problem.default_vocab_size
+        return [_VocabSpec("shared", (0, 1), size, options.vocab_size)]
+    specs = []
+    for index, side in enumerate(("source", "target")):
+        default = getattr(problem, f"default_{side}_vocab_size", None)
+        asked = getattr(options, f"{side}_vocab_size") or (None if default else options.vocab_size)
+        specs.append(_VocabSpec(side, (index,), asked or default or problem.default_vocab_size,
+                                asked))
+    return specs
+
+
+def _vocab_path(problem, data_dir: str, spec: _VocabSpec) -> str:
+    return problem.vocab_path(data_dir, None if spec.side == "shared" else spec.side)
+
+
+def _vocabularies(problem, data_dir, specs, train_corpus, train_pairs, options, log):
+    """((source vocab, target vocab), [VocabSummary]): reused from data_dir, else trained.
+
+    Each vocabulary is reused or trained on its own; training any of them
+    needs a data_dir without the problem's shards.
+    """
+    found, missing = {}, []
+    for spec in specs:
+        path = _vocab_path(problem, data_dir, spec)
+        if os.path.exists(path):
+            found[spec] = _reuse_vocab(path, spec, log)
+        else:
+            missing.append(spec)
+    if missing and any(shard_files(data_dir, problem.name, split)[0] for split in SPLITS):
+        path = _vocab_path(problem, data_dir, missing[0])
+        raise DataError(f"{data_dir} holds {problem.name} shards but not their vocabulary "
+                        f"{path}; use another --data_dir or delete the shards")
+    summaries = {spec: VocabSummary(spec.side, _vocab_path(problem, data_dir, spec),
+                                    vocab.vocab_size, False) for spec, vocab in found.items()}
+    if missing:
+        size = options.vocab_sample_size or problem.vocab_sample_size
+        sample = sample_pairs(train_corpus.pairs(), size, options.seed)
+        if not sample:
+            raise DataError(f"{problem.name}: every training pair has an empty side")
+        for spec in missing:
+            path = _vocab_path(problem, data_dir, spec)
+            found[spec], summaries[spec] = _train_vocab(path, spec, sample, train_pairs,
+                                                        options.seed, log)
+    by_side = {side: found[spec] for spec in specs for side in spec.sides}
+    return (by_side[0], by_side[1]), [summaries[spec] for spec in specs]
+
+
+def _reuse_vocab(path: str, spec: _VocabSpec, log) -> SubwordVocab:
+    vocab = SubwordVocab.load(path)
+    if spec.asked and vocab.vocab_size != spec.asked:
+        flag = "--vocab_size" if spec.side == "shared" else f"the {spec.side} vocabulary size"
+        raise DataError(
+            f"{path} has {vocab.vocab_size} pieces, not the {spec.asked} asked ({flag}); "
+            "use another --data_dir, or delete it and the problem's shards to rebuild")
+    log(f"using the vocabulary in {path} ({vocab.vocab_size} pieces)")
+    return vocab
+
+
+def _train_vocab(path, spec, sample, train_pairs, seed, log):
+    """(vocab, VocabSummary): trained on the sample's `spec.sides`, saved to `path`."""
+    start = time.time()
+    sides = "both sides" if len(spec.sides) == 2 else f"{spec.side} side"
+    log(f"training a {spec.size}-piece SentencePiece BPE vocabulary on {len(sample):,} of "
+        f"{train_pairs:,} training pairs ({sides}, seed {seed})")
+    vocab = train_vocab((pair[i] for pair in sample for i in spec.sides), spec.size, seed)
+    io_.save_vocab(vocab, path)
+    seconds = time.time() - start
+    log(f"wrote {path} ({vocab.vocab_size} pieces) in {seconds:.1f} s")
+    return vocab, VocabSummary(spec.side, path, vocab.vocab_size, True, seconds)
+
+
+def _plan(problem, corpora, counts, vocabs, options) -> dict:
     """What the shards are made of; an earlier run's must match to reuse its shards."""
     shard_size = options.shard_size or problem.shard_size
     splits = {}
@@ -144,40 +256,14 @@ def _plan(problem, corpora, counts, vocab, options) -> dict:
             "inputs": corpus.fingerprint(), "pairs": n, "shard_size": shard_size,
             "shards": max(1, -(-n // shard_size)), "shuffled": split == "train",
         }
-    return {"problem": problem.name, "vocab_sha256": vocab.sha256,
-            "vocab_size": vocab.vocab_size, "seed": options.seed, "splits": splits,
+    source, target = vocabs
+    if problem.shared_vocab:  # The keys of the first version: its data dirs stay valid.
+        vocab_plan = {"vocab_sha256": source.sha256, "vocab_size": source.vocab_size}
+    else:
+        vocab_plan = {"source_vocab_sha256": source.sha256, "source_vocab_size": source.vocab_size,
+                      "target_vocab_sha256": target.sha256, "target_vocab_size": target.vocab_size}
+    return {"problem": problem.name, **vocab_plan, "seed": options.seed, "splits": splits,
             "languages": [problem.source_lang, problem.target_lang]}
-
-
-def _vocabulary(problem, data_dir, train_corpus, train_pairs, options, log):
-    """(vocab, trained now?, seconds): the one in data_dir, else trained and saved."""
-    path = problem.vocab_path(data_dir)
-    wanted = options.vocab_size or problem.default_vocab_size
-    if os.path.exists(path):
-        vocab = SubwordVocab.load(path)
-        if options.vocab_size and vocab.vocab_size != options.vocab_size:
-            raise DataError(
-                f"{path} has {vocab.vocab_size} pieces, not the {options.vocab_size} asked; "
-                "use another --data_dir, or delete it and the problem's shards to rebuild")
-        log(f"using the vocabulary in {path} ({vocab.vocab_size} pieces)")
-        return vocab, False, 0.0
-    if any(shard_files(data_dir, problem.name, split)[0] for split in SPLITS):
-        raise DataError(f"{data_dir} holds {problem.name} shards but not their vocabulary "
-                        f"{path}; use another --data_dir or delete the shards")
-    start = time.time()
-    size = options.vocab_sample_size or problem.vocab_sample_size
-    sample = sample_pairs(train_corpus.pairs(), size, options.seed)
-    if not sample:
-        raise DataError(f"{problem.name}: every training pair has an empty side")
-    log(f"training a {wanted}-piece SentencePiece BPE vocabulary on {len(sample):,} of "
-        f"{train_pairs:,} training pairs (both sides, seed {options.seed})")
-    vocab = train_vocab((s for pair in sample for s in pair), wanted, options.seed)
-    # The readable listing first: the .model file's presence means "done".
-    io_.atomic_write_bytes(path[:-len(".model")] + ".vocab", vocab.pieces_text().encode())
-    io_.atomic_write_bytes(path, vocab.model_proto)
-    seconds = time.time() - start
-    log(f"wrote {path} ({vocab.vocab_size} pieces) in {seconds:.1f} s")
-    return vocab, True, seconds
 
 
 def sample_pairs(pairs, size: int, seed: int) -> list[tuple[str, str]]:
@@ -199,7 +285,7 @@ def sample_pairs(pairs, size: int, seed: int) -> list[tuple[str, str]]:
     return sample
 
 
-def _write_split(problem, data_dir, split, corpus, plan, manifest, vocab, seed, log,
+def _write_split(problem, data_dir, split, corpus, plan, manifest, vocabs, seed, log,
                  stream) -> SplitSummary:
     info = plan["splits"][split]
     n, size, count = info["pairs"], info["shard_size"], info["shards"]
@@ -214,12 +300,12 @@ def _write_split(problem, data_dir, split, corpus, plan, manifest, vocab, seed, 
             raise DataError(f"{corpus.description} changed while datagen read it; rerun")
         path = os.path.join(data_dir, shard_name(problem.name, split, k, count))
         if os.path.exists(path):
-            stats = manifest.shard_stats(split, k) or io_.read_shard_stats(path)
+            stats = manifest.shard_stats(split, k) or read_shard_stats(path)
             summary.shards_skipped += 1
             progress.advance(wanted)
         else:
             shuffle_seed = seed * 100_003 + k if info["shuffled"] else None
-            stats = io_.write_shard(path, chunk, vocab, shuffle_seed, progress)
+            stats = io_.write_shard(path, chunk, vocabs, shuffle_seed, progress)
             summary.new_pairs += wanted
         manifest.record(split, k, stats)
         for key, value in stats.items():
@@ -233,12 +319,14 @@ def _write_split(problem, data_dir, split, corpus, plan, manifest, vocab, seed, 
 
 
 def format_summary(summary: DatagenSummary) -> str:
-    """A table of counts and throughput per split."""
-    vocab = "trained" if summary.vocab_trained else "reused"
-    lines = [f"{summary.problem}: vocabulary {summary.vocab_path} ({summary.vocab_size} pieces, "
-             f"{vocab}{f' in {summary.vocab_seconds:.1f} s' if summary.vocab_trained else ''})",
-             f"{'split':<6}{'pairs':>11}{'written':>11}{'empty':>8}{'shards':>8}{'reused':>8}"
-             f"{'src tokens':>13}{'tgt tokens':>13}{'seconds':>9}{'sent/s':>9}"]
+    """The vocabularies, then a table of counts and throughput per split."""
+    lines = []
+    for v in summary.vocabs:
+        side = "vocabulary" if v.side == "shared" else f"{v.side} vocabulary"
+        how = f"trained in {v.seconds:.1f} s" if v.trained else "reused"
+        lines.append(f"{summary.problem}: {side} {v.path} ({v.size} pieces, {how})")
+    lines.append(f"{'split':<6}{'pairs':>11}{'written':>11}{'empty':>8}{'shards':>8}"
+                 f"{'reused':>8}{'src tokens':>13}{'tgt tokens':>13}{'seconds':>9}{'sent/s':>9}")
     for s in summary.splits:
         lines.append(f"{s.split:<6}{s.pairs:>11,}{s.written:>11,}{s.skipped_empty:>8,}"
                      f"{s.shards:>8}{s.shards_skipped:>8}{s.source_tokens:>13,}"

@@ -1,8 +1,9 @@
-"""Files of t2t_lite-datagen: atomic shards and vocabulary, the manifest, progress.
+"""Files of t2t_lite-datagen: encoded shards, vocabularies, the manifest, progress.
 
 Every file goes to a temporary name in the same directory, is flushed to disk,
-then renamed over its final name, so a killed run leaves finished files and
-temporaries (removed by the next run), never a half-written shard.
+then renamed over its final name (`t2t_lite.atomic`), so a killed run leaves
+finished files and temporaries (removed by the next run), never a half-written
+shard. Shard names and the record format are `t2t_lite.shards`'.
 """
 
 from __future__ import annotations
@@ -13,53 +14,62 @@ import os
 import random
 import time
 
+from t2t_lite import shards
+from t2t_lite.atomic import temporaries
+from t2t_lite.ids import EOS_ID
 from t2t_lite.run_dir import atomic_write_bytes
-from t2t_lite.text_encoder import EOS_ID, DataError, normalize
+from t2t_lite.text_encoder import MODEL_SUFFIX, DataError, SubwordVocab, normalize
 
 ENCODE_BATCH = 1024  # Pairs per call of the in-graph tokenizer.
-_STATS = ("written", "skipped_empty", "source_tokens", "target_tokens")
 
 
 def remove_temporaries(data_dir: str, problem_name: str) -> None:
     """Deletes what a killed run of this problem's datagen left half-written."""
     name = glob.escape(problem_name)
-    patterns = [f".{name}-*.tmp-*", f".tmp-*vocab.{name}.*", f".tmp-*{name}.datagen.json"]
-    for pattern in patterns:
-        for path in glob.glob(os.path.join(glob.escape(data_dir), pattern)):
-            os.remove(path)
+    stale = [path for final in (f"{name}-*", f"vocab.{name}.*", f"{name}.datagen.json")
+             for path in temporaries(data_dir, final)]
+    # Temporaries of run_dir.atomic_write_bytes (mkstemp's ".tmp-XXXX" + the name).
+    for pattern in (f".tmp-*vocab.{name}.*", f".tmp-*{name}.datagen.json"):
+        stale += glob.glob(os.path.join(glob.escape(data_dir), pattern))
+    for path in stale:
+        os.remove(path)
 
 
-def _example(inputs: list[int], targets: list[int]) -> bytes:
-    import tensorflow as tf
+def save_vocab(vocab: SubwordVocab, path: str) -> None:
+    """Writes the `.model` file and its readable `.vocab` listing, each atomically.
 
-    feature = {
-        "inputs": tf.train.Feature(int64_list=tf.train.Int64List(value=inputs)),
-        "targets": tf.train.Feature(int64_list=tf.train.Int64List(value=targets)),
-    }
-    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+    The listing comes first: the `.model` file's presence means "done".
+    """
+    listing = (path[:-len(MODEL_SUFFIX)] if path.endswith(MODEL_SUFFIX) else path) + ".vocab"
+    atomic_write_bytes(listing, vocab.pieces_text().encode())
+    atomic_write_bytes(path, vocab.model_proto)
 
 
-def encode_pairs(pairs, vocab, progress=None) -> tuple[list[bytes], dict]:
-    """Raw text pairs -> (serialized examples with EOS appended, stats).
+def encode_pairs(pairs, source_vocab: SubwordVocab, target_vocab: SubwordVocab,
+                 progress=None) -> tuple[list[bytes], dict]:
+    """Raw text pairs -> (serialized examples with EOS appended, `shards.STATS`).
 
-    Both sides are normalized; a pair with an empty side is skipped and counted.
+    Both sides are normalized, then the source encoded with `source_vocab` and
+    the target with `target_vocab` (the same one when the problem shares it);
+    a pair with an empty side is skipped and counted.
     """
     kept = []
     for source, target in pairs:
         source, target = normalize(source), normalize(target)
         if source and target:
             kept.append((source, target))
-    stats = dict.fromkeys(_STATS, 0)
+    stats = dict.fromkeys(shards.STATS, 0)
     stats["skipped_empty"] = len(pairs) - len(kept)
     records = []
     for start in range(0, len(kept), ENCODE_BATCH):
         part = kept[start:start + ENCODE_BATCH]
-        ids = vocab.encode_batch([s for s, _ in part] + [t for _, t in part])
-        for j in range(len(part)):
-            inputs, targets = ids[j] + [EOS_ID], ids[len(part) + j] + [EOS_ID]
+        source_ids = source_vocab.encode_batch([s for s, _ in part])
+        target_ids = target_vocab.encode_batch([t for _, t in part])
+        for inputs, targets in zip(source_ids, target_ids):
+            inputs, targets = inputs + [EOS_ID], targets + [EOS_ID]
             stats["source_tokens"] += len(inputs)
             stats["target_tokens"] += len(targets)
-            records.append(_example(inputs, targets))
+            records.append(shards.example_bytes(inputs, targets))
         if progress is not None:
             progress.advance(len(part))
     stats["written"] = len(records)
@@ -68,42 +78,16 @@ def encode_pairs(pairs, vocab, progress=None) -> tuple[list[bytes], dict]:
     return records, stats
 
 
-def write_shard(path: str, pairs, vocab, shuffle_seed: int | None, progress=None) -> dict:
-    """Encodes `pairs` into the TFRecord file `path` (atomically); returns its stats."""
-    import tensorflow as tf
+def write_shard(path: str, pairs, vocabs: tuple[SubwordVocab, SubwordVocab],
+                shuffle_seed: int | None, progress=None) -> dict:
+    """Encodes `pairs` with (source, target) `vocabs` into the shard `path`; its stats.
 
-    records, stats = encode_pairs(pairs, vocab, progress)
+    The file is written atomically; with `shuffle_seed` its examples are shuffled.
+    """
+    records, stats = encode_pairs(pairs, *vocabs, progress=progress)
     if shuffle_seed is not None:
         random.Random(shuffle_seed).shuffle(records)
-    directory, base = os.path.split(path)
-    tmp = os.path.join(directory, f".{base}.tmp-{os.getpid()}")
-    try:
-        with tf.io.TFRecordWriter(tmp) as writer:
-            for record in records:
-                writer.write(record)
-        fd = os.open(tmp, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
-    return stats
-
-
-def read_shard_stats(path: str) -> dict:
-    """Stats of a finished shard the manifest does not know (its run was killed)."""
-    import tensorflow as tf
-
-    stats = dict.fromkeys(_STATS, 0)
-    for record in tf.data.TFRecordDataset(path).as_numpy_iterator():
-        example = tf.train.Example.FromString(record)
-        stats["written"] += 1
-        stats["source_tokens"] += len(example.features.feature["inputs"].int64_list.value)
-        stats["target_tokens"] += len(example.features.feature["targets"].int64_list.value)
+    shards.write_records(path, records)
     return stats
 
 
@@ -138,7 +122,7 @@ class Manifest:
         if os.path.exists(path):
             with open(path, encoding="utf-8") as f:
                 old = json.load(f)
-        present = [p for split in ("train", "dev", "test") for p in existing_shards(split)]
+        present = [p for split in shards.SPLITS for p in existing_shards(split)]
         name, data_dir = plan["problem"], os.path.dirname(path) or "."
         if present and old is None:
             raise DataError(
@@ -149,8 +133,8 @@ class Manifest:
             raise DataError(
                 f"{data_dir} holds {name} shards made differently (changed: {diff}); use "
                 f"another --data_dir, or delete {os.path.join(data_dir, name)}-* to rebuild")
-        shards = old.get("shards", {}) if present else {}
-        manifest = cls(path, {"plan": plan, "complete": False, "shards": shards})
+        done = old.get("shards", {}) if present else {}
+        manifest = cls(path, {"plan": plan, "complete": False, "shards": done})
         manifest._save()
         return manifest
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 
+from t2t_lite.atomic import atomic_path
 from t2t_lite.hparams.hparams import HParams
 
 HPARAMS_FILE = "hparams.json"
@@ -25,32 +25,14 @@ class RunDirError(ValueError):
 
 
 def atomic_write_bytes(path: str, data: bytes) -> None:
-    """Writes `data` to a temporary file beside `path`, then renames it."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=os.path.basename(path))
-    try:
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 -> what open() would give.
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    """Writes `data` to a temporary file beside `path`, then renames it (`atomic.atomic_path`)."""
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        f.write(data)
 
 
 def atomic_write_text(path: str, text: str) -> None:
     """`atomic_write_bytes` of UTF-8 text."""
     atomic_write_bytes(path, text.encode("utf-8"))
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def read_run(output_dir: str) -> tuple[HParams, dict]:

@@ -1,4 +1,4 @@
-"""The shared subword vocabulary: SentencePiece BPE, applied in the TensorFlow graph.
+"""Subword vocabularies: SentencePiece BPE, applied in the TensorFlow graph.
 
 Section 5.1 of Vaswani et al. 2017: sentences were "encoded using byte-pair
 encoding, which has a shared source-target vocabulary of about 37000 tokens"
@@ -7,7 +7,9 @@ SentencePiece BPE model is trained with the `sentencepiece` package on a sample
 of both sides of the training data and saved as one `.model` file; the same file
 is applied by `tensorflow_text.SentencepieceTokenizer` in tf.data, the decoder
 and an exported SavedModel, and by the `sentencepiece` package in Python (the
-tests check both give the same ids).
+tests check both give the same ids). A problem with separate source and target
+vocabularies (`shared_vocab = False`) gets two such models, each trained on
+its own side (`t2t_lite.datagen`).
 
 Ids: 0 `<pad>`, 1 `</s>` (EOS), 2 `<unk>`, 3..258 the 256 byte pieces
 `<0x00>`..`<0xFF>`, then the learned pieces; no BOS. Characters the model did

@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 from conftest import SHARED
 
-from t2t_lite import datagen, datagen_io, registry
+from t2t_lite import datagen, datagen_io, registry, shards
 from t2t_lite.bin import datagen as datagen_cli
 from t2t_lite.problems import EOS_ID, ProblemError
 from t2t_lite.text_encoder import DataError, normalize
@@ -100,11 +100,11 @@ def test_interrupted_shard_leaves_no_partial_file_and_resumes(raw, tmp_path, mon
     calls = []
     real = datagen_io.write_shard
 
-    def dying_write_shard(path, pairs, vocab, seed, progress=None):
+    def dying_write_shard(path, pairs, vocabs, seed, progress=None):
         calls.append(path)
         if len(calls) == 2:  # Dies half-way through the second shard.
             monkeypatch.setattr(tf.io.TFRecordWriter, "write", _die_after(20))
-        return real(path, pairs, vocab, seed, progress)
+        return real(path, pairs, vocabs, seed, progress)
 
     monkeypatch.setattr(datagen_io, "write_shard", dying_write_shard)
     with pytest.raises(KeyboardInterrupt):
@@ -143,12 +143,12 @@ def test_sigkill_leaves_only_whole_shards(tmp_path):
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
     while time.time() < deadline and process.poll() is None:
-        if len(datagen.shard_files(str(data_dir), "multi30k_ende", "train")[0]) >= 3:
+        if len(shards.shard_files(str(data_dir), "multi30k_ende", "train")[0]) >= 3:
             break
         time.sleep(0.05)
     process.send_signal(signal.SIGKILL)
     process.wait()
-    paths, count = datagen.shard_files(str(data_dir), "multi30k_ende", "train")
+    paths, count = shards.shard_files(str(data_dir), "multi30k_ende", "train")
     assert count == 58 and 3 <= len(paths) < 58
     for path in paths:  # Every shard under its final name is whole.
         assert sum(1 for _ in tf.data.TFRecordDataset(path)) == 500

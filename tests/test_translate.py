@@ -1,7 +1,6 @@
 """Translation problems on the real files in ../shared/data: Multi30k, WMT, tfds, trainer."""
 
 import gzip
-import json
 import os
 import socket
 
@@ -10,7 +9,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 from conftest import SHARED
 
-from t2t_lite import datagen, registry, trainer
+from t2t_lite import datagen, registry, run_dir, trainer
 from t2t_lite.bin import datagen as datagen_cli
 from t2t_lite.bin import decoder as decoder_cli
 from t2t_lite.bin import trainer as trainer_cli
@@ -191,9 +190,9 @@ def test_trainer_and_decoder_find_the_vocabulary(tmp_path):
     trainer.train(registry.problem("translate_files"), hparams, str(out), str(data_dir),
                   trainer.TrainOptions(train_steps=1, log_every_steps=100),
                   strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=_quiet)
-    with open(out / "problem.json", encoding="utf-8") as f:
-        info = json.load(f)
-    assert info == {"problem": "translate_files", "vocab_size": 600, "data_dir": str(data_dir)}
+    _, info = run_dir.read_run(str(out))
+    assert (info["problem"], info["source_vocab_size"], info["target_vocab_size"],
+            info["data_dir"]) == ("translate_files", 600, 600, str(data_dir))
     source, target = tmp_path / "in.en", tmp_path / "out.de"
     _write(str(source), _lines(f"{WMT14}/newstest2014.en", 0, 3))
     assert decoder_cli.main([f"--output_dir={out}", f"--decode_from_file={source}",

@@ -1,4 +1,4 @@
-"""t2t_lite-datagen: build a problem's shared vocabulary and encoded TFRecord shards.
+"""t2t_lite-datagen: build a problem's vocabulary and encoded TFRecord shards.
 
     t2t_lite-datagen --problem=wmt_ende --data_dir=D                 # download with tfds
     t2t_lite-datagen --problem=wmt_ende --data_dir=D --raw_dir=R     # local files, see below
@@ -13,6 +13,11 @@
                    news-commentary-v13.de-en.* (anywhere under R); newstest2013.{en,de} (dev);
                    newstest2014.{en,de} (test, optional)
   wmt_enfr         likewise with .fr, and the EN-FR corpora (see problems/translate_wmt.py)
+
+A problem with separate source and target vocabularies (shared_vocab = False)
+gets vocab.PROBLEM.source.model and vocab.PROBLEM.target.model, each sized by
+--source_vocab_size / --target_vocab_size, else the problem's default, else
+--vocab_size.
 
 Input is checked before anything is written; every file is written atomically;
 running it again skips the shards already written. Pairs with an empty side are
@@ -37,6 +42,12 @@ def parse_args(argv=None):
     parser.add_argument("--target_lang", default=None, help="translate_files: target suffix")
     parser.add_argument("--vocab_size", type=int, default=None,
                         help="subword pieces (default: the problem's, e.g. 37000 for wmt_ende)")
+    parser.add_argument("--source_vocab_size", type=int, default=None,
+                        help="pieces in the source vocabulary (problems with separate "
+                             "source and target vocabularies; default: the problem's, "
+                             "else --vocab_size)")
+    parser.add_argument("--target_vocab_size", type=int, default=None,
+                        help="pieces in the target vocabulary (likewise)")
     parser.add_argument("--vocab_sample_size", type=int, default=None,
                         help="training pairs sampled to learn the vocabulary")
     parser.add_argument("--shard_size", type=int, default=None, help="pairs per shard")
@@ -54,7 +65,8 @@ def main(argv=None) -> int:
 
         problem = registry.problem(args.problem)
         options = datagen.DatagenOptions(
-            vocab_size=args.vocab_size, vocab_sample_size=args.vocab_sample_size,
+            vocab_size=args.vocab_size, source_vocab_size=args.source_vocab_size,
+            target_vocab_size=args.target_vocab_size, vocab_sample_size=args.vocab_sample_size,
             shard_size=args.shard_size, seed=args.seed, source_lang=args.source_lang,
             target_lang=args.target_lang, tfds_dir=args.tfds_dir)
         summary = datagen.generate(problem, args.data_dir, args.raw_dir, options,
