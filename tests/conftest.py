@@ -22,6 +22,28 @@ SHARED = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "sh
 DATA = os.environ.get("T2T_LITE_TEST_DATA") or os.path.join(SHARED, "data")
 
 
+TESTDATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata")
+
+
+def data_file(*parts, lines=None):
+    """Path of a real-data file: DATA, else the slice in tests/testdata; skips the test if neither.
+
+    `lines`: how many lines the caller reads; a slice shorter than that does not count.
+    """
+    relative = os.path.join(*parts)
+    for root in (DATA, TESTDATA):
+        path = os.path.join(root, relative)
+        if os.path.exists(path) and (lines is None or root == DATA or _count(path) >= lines):
+            return path
+    pytest.skip(f"needs the real data {relative} under {DATA}; set "
+                "T2T_LITE_TEST_DATA=DIR to a copy of shared/data to run it")
+
+
+def _count(path):
+    with open(path, "rb") as f:
+        return sum(1 for _ in f)
+
+
 def needs_data(*paths):
     """Skips a test (or module: `pytestmark = needs_data(...)`) when DATA lacks `paths`."""
     missing = [p for p in paths if not os.path.exists(os.path.join(DATA, p))]

@@ -11,15 +11,13 @@ import time
 
 import pytest
 import tensorflow as tf
-from conftest import SHARED
+from conftest import data_file
 
 from t2t_lite import datagen, datagen_io, registry, shards
 from t2t_lite.bin import datagen as datagen_cli
 from t2t_lite.problems import EOS_ID, ProblemError
 from t2t_lite.text_encoder import DataError, normalize
 
-WMT14 = os.path.join(SHARED, "data", "wmt14")
-MULTI30K = os.path.join(SHARED, "data", "multi30k")
 SMALL = datagen.DatagenOptions(vocab_size=800, shard_size=100)
 
 
@@ -34,7 +32,7 @@ def raw(tmp_path):
     raw_dir = tmp_path / "raw"
     raw_dir.mkdir()
     for lang in ("en", "de"):
-        lines = _lines(os.path.join(WMT14, f"newstest2013.{lang}"))
+        lines = _lines(data_file("wmt14", f"newstest2013.{lang}", lines=370))
         for split, (a, b) in {"train": (0, 300), "dev": (300, 340), "test": (340, 370)}.items():
             (raw_dir / f"{split}.{lang}").write_text("\n".join(lines[a:b]) + "\n",
                                                      encoding="utf-8")
@@ -136,6 +134,7 @@ def _die_after(n):
 
 
 def test_sigkill_leaves_only_whole_shards(tmp_path):
+    MULTI30K = data_file("multi30k")
     data_dir = tmp_path / "data"
     command = [sys.executable, "-m", "t2t_lite.bin.datagen", "--problem=multi30k_ende",
                f"--data_dir={data_dir}", f"--raw_dir={MULTI30K}", "--vocab_size=1000",

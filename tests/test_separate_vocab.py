@@ -6,7 +6,7 @@ import json
 import os
 
 import pytest
-from conftest import SHARED
+from conftest import data_file
 
 from t2t_lite import datagen, registry
 from t2t_lite.bin import datagen as datagen_cli
@@ -16,7 +16,6 @@ from t2t_lite.problems.translate import TranslateFiles
 from t2t_lite.registry import register_problem
 from t2t_lite.text_encoder import DataError, normalize
 
-MULTI30K = os.path.join(SHARED, "data", "multi30k")
 NAME = "test_separate_vocab_files"
 SIZES = datagen.DatagenOptions(source_vocab_size=420, target_vocab_size=480, shard_size=100)
 
@@ -40,12 +39,11 @@ class SeparateWithDefaults(TranslateFiles):
 @pytest.fixture
 def raw(tmp_path):
     """translate_files input: train 300 and dev 40 Multi30k caption pairs (en -> de)."""
-    if not os.path.isdir(MULTI30K):
-        pytest.skip(f"{MULTI30K} is absent (see shared/data/README.md)")
+    multi30k = data_file("multi30k")
     raw_dir = tmp_path / "raw"
     raw_dir.mkdir()
     for lang in ("en", "de"):
-        with gzip.open(os.path.join(MULTI30K, f"train.{lang}.gz"), "rt", encoding="utf-8") as f:
+        with gzip.open(os.path.join(multi30k, f"train.{lang}.gz"), "rt", encoding="utf-8") as f:
             lines = f.read().splitlines()
         (raw_dir / f"train.{lang}").write_text("\n".join(lines[:300]) + "\n", encoding="utf-8")
         (raw_dir / f"dev.{lang}").write_text("\n".join(lines[300:340]) + "\n", encoding="utf-8")

@@ -4,13 +4,12 @@ import os
 
 import pytest
 import tensorflow as tf
-from conftest import SHARED
+from conftest import data_file
 
 from t2t_lite import registry
 from t2t_lite.text_encoder import (EOS_ID, NUM_RESERVED, PAD_ID, DataError, SubwordVocab,
                                    normalize, train_vocab)
 
-WMT14 = os.path.join(SHARED, "data", "wmt14")
 
 
 def _lines(path, limit=None):
@@ -23,8 +22,8 @@ def _lines(path, limit=None):
 
 def _sample():
     """Training text: 1500 lines of newstest2013 per side (never newstest2014)."""
-    return (_lines(os.path.join(WMT14, "newstest2013.en"), 1500)
-            + _lines(os.path.join(WMT14, "newstest2013.de"), 1500))
+    return (_lines(data_file("wmt14", "newstest2013.en", lines=1500), 1500)
+            + _lines(data_file("wmt14", "newstest2013.de", lines=1500), 1500))
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +50,7 @@ def test_deterministic(vocab):
 @pytest.mark.parametrize("name", ["newstest2014.en", "newstest2014.de"])
 def test_round_trip_every_line_of_newstest2014(vocab, name):
     """decode(encode(line)) == normalize(line), in Python and in the TF graph alike."""
-    lines = _lines(os.path.join(WMT14, name))
+    lines = _lines(data_file("wmt14", name))
     assert len(lines) == 3003
     python_ids = [vocab.encode(line) for line in lines]
     graph_ids = vocab.encode_batch(lines)
@@ -94,7 +93,7 @@ def test_bad_vocab_sizes():
     with pytest.raises(DataError, match="leaves no room"):
         train_vocab(["a b c"], vocab_size=NUM_RESERVED)
     with pytest.raises(DataError, match="at most .*smaller --vocab_size"):
-        train_vocab(_lines(os.path.join(WMT14, "newstest2013.en"), 50), vocab_size=50_000)
+        train_vocab(_lines(data_file("wmt14", "newstest2013.en"), 50), vocab_size=50_000)
 
 
 def test_paper_vocabulary_sizes():

@@ -7,7 +7,7 @@ import socket
 import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
-from conftest import SHARED
+from conftest import DATA, needs_data
 
 from t2t_lite import datagen, registry, run_dir, trainer
 from t2t_lite.bin import datagen as datagen_cli
@@ -16,7 +16,7 @@ from t2t_lite.bin import trainer as trainer_cli
 from t2t_lite.problems import ProblemError
 from t2t_lite.text_encoder import normalize
 
-DATA = os.path.join(SHARED, "data")
+pytestmark = needs_data("multi30k", "wmt14", "wmt14_enfr", "opennmt_toy_ende")
 WMT14 = os.path.join(DATA, "wmt14")
 OPENNMT = os.path.join(DATA, "opennmt_toy_ende")
 TINY = "dropout_rate=0.0,num_layers=1,d_model=32,d_ff=64,num_heads=2,batch_size=512"
