@@ -20,7 +20,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
 
-from t2t_lite import checkpoints, decoding, export, registry, run_dir  # noqa: E402
+from t2t_lite import checkpoints, decode_policy, export, registry, run_dir  # noqa: E402
 
 
 def main():
@@ -43,7 +43,7 @@ def main():
             "bench": "export", "hparams": args.hparams, "vocab": args.vocab,
             "params": model.count_params(), "seconds": round(result.seconds, 1),
             "mib": round(result.size_bytes / 2**20, 1),
-            "source_lengths": decoding.source_buckets(hparams.max_length),
+            "source_lengths": decode_policy.source_buckets(hparams.max_length),
             "signatures": list(result.signatures), "tensorflow": tf.__version__,
         }), flush=True)
 

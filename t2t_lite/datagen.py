@@ -31,7 +31,7 @@ import time
 from itertools import islice
 
 from t2t_lite import datagen_io as io_
-from t2t_lite.shards import SPLITS, read_shard_stats, shard_files, shard_name
+from t2t_lite.shards import SPLITS, manifest_path, read_shard_stats, shard_files, shard_name
 from t2t_lite.text_encoder import DataError, SubwordVocab, normalize, train_vocab
 
 __all__ = ["DatagenOptions", "DatagenSummary", "SplitSummary", "VocabSummary",
@@ -114,10 +114,6 @@ class _VocabSpec:
     sides: tuple  # The pair sides it encodes (and is learned on): 0 source, 1 target.
     size: int  # Pieces wanted when trained.
     asked: int | None  # The size a flag asked for: an existing file must have it.
-
-
-def manifest_path(data_dir: str, problem_name: str) -> str:
-    return os.path.join(data_dir, f"{problem_name}.datagen.json")
 
 
 def generate(problem, data_dir: str, raw_dir: str | None = None,

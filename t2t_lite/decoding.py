@@ -2,21 +2,22 @@
 
 Sources are sorted by length and batched, decoded with beam search (or greedy
 search for beam size 1) over the model's cached `decode_step`, and returned in
-their original order. Maximum output length = input length + `extra_length`
-(section 6.1: input length + 50). Shapes: B batch, S source length, K beam
-size, L maximum decode length.
+their original order. Truncation, padded source lengths and the maximum output
+length (padded length + `extra_length`; section 6.1: input length + 50) follow
+`t2t_lite.decode_policy`, as the exported SavedModel does. Decoded text is
+scored with the problem's own metrics (`Problem.evaluate`). Shapes: B batch,
+S source length, K beam size, L maximum decode length.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
 import tensorflow as tf
 
-from t2t_lite import beam_search
-from t2t_lite.model import EOS_ID
-from t2t_lite.text_encoder import strip_ids
+from t2t_lite import beam_search, decode_policy
+from t2t_lite.ids import EOS_ID, strip_ids
+from t2t_lite.metrics.base import MetricError, Score, read_lines
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,23 +37,16 @@ class DecodeOptions:
         return cls(**values)
 
 
-MIN_SOURCE_BUCKET = 8
 
 
-def padded_source_length(length: int) -> int:
-    """Sources are padded to a power of two (at least 8): few shapes to trace."""
-    padded = MIN_SOURCE_BUCKET
-    while padded < length:
-        padded *= 2
-    return padded
+def decode_padded(model, inputs, options: DecodeOptions):
+    """inputs int32 [B, S] (S a padded source length) -> (ids [B, K, L], scores [B, K]).
 
-
-def source_buckets(max_length: int) -> list[int]:
-    """Every padded source length up to the first that holds `max_length`."""
-    buckets = [MIN_SOURCE_BUCKET]
-    while buckets[-1] < max_length:
-        buckets.append(buckets[-1] * 2)
-    return buckets
+    The search of `decoding.Decoder` and of the exported SavedModel alike:
+    L = decode_policy.max_decode_length(S, extra_length).
+    """
+    max_length = decode_policy.max_decode_length(inputs.shape[1], options.extra_length)
+    return search(model, inputs, options.beam_size, options.alpha, max_length)
 
 
 class Decoder:
@@ -73,24 +67,19 @@ class Decoder:
 
     def _decode(self, inputs):
         """inputs int32 [B, S] -> (ids int32 [B, K, L], scores float32 [B, K])."""
-        max_length = inputs.shape[1] + self.options.extra_length
-        return search(self.model, inputs, self.options.beam_size, self.options.alpha,
-                      max_length)
+        return decode_padded(self.model, inputs, self.options)
 
     def decode(self, sources: list[list[int]]):
         """Decodes id sequences (EOS included), returning for each input, in order,
         a list of (ids without EOS, score): the best first, all K with return_beams."""
-        order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
+        lengths = decode_policy.row_lengths(sources)
+        order = sorted(range(len(sources)), key=lambda i: lengths[i])
         results = [None] * len(sources)
         size = self.options.batch_size
         for start in range(0, len(order), size):
             chunk = order[start:start + size]
-            longest = max(1, max(len(sources[i]) for i in chunk))
-            padded_length = padded_source_length(longest)
-            batch = np.zeros((len(chunk), padded_length), np.int32)
-            for row, i in enumerate(chunk):
-                batch[row, :len(sources[i])] = sources[i]
-            ids, scores = self._function(padded_length)(tf.constant(batch))
+            batch = decode_policy.pad_batch([sources[i] for i in chunk])
+            ids, scores = self._function(batch.shape[1])(tf.constant(batch))
             ids, scores = ids.numpy(), scores.numpy()
             keep = self.options.beam_size if self.options.return_beams else 1
             for row, i in enumerate(chunk):
@@ -114,78 +103,108 @@ def search(model, inputs, beam_size: int, alpha: float, max_decode_length: int,
            min_decode_length: int = 0):
     """Beam search (greedy for beam 1) over the model's cached decoder.
 
-    The encoder-decoder keys and values are computed once, repeated for the K
-    beams and closed over by `next_fn`, so only the growing self-attention cache
-    travels through the loop and is reordered when beams are reselected.
+    Uses only the model interface (`t2t_lite/model.py`): `init_cache`,
+    `decode_step`, `grow_self_cache`, `target_vocab_size`. The cross_cache
+    (e.g. encoder-decoder keys and values) is computed once, repeated for the K
+    beams and closed over by `next_fn`, so only the self_cache travels through
+    the loop, grows 16, 32, ... L positions, and is reordered when beams are
+    reselected.
 
     Args:
+      model: a model with the interface of `t2t_lite/model.py`.
       inputs: int32 [B, S] source ids with EOS, 0-padded.
 
     Returns:
       (ids int32 [B, K, L], scores float32 [B, K]), best first; K = 1 for greedy.
     """
-    encoder_output, input_mask = model.encode(inputs, training=False)
     lengths = cache_lengths(max_decode_length)
-    cache = model.init_cache(encoder_output, input_mask, lengths[0])
-    static = {"cross": [layer["cross"] for layer in cache["layers"]],
-              "input_mask": cache["input_mask"]}
+    self_cache, cross_cache = model.init_cache(inputs, lengths[0])
     if beam_size > 1:  # Rows b * K + k, as beam_search flattens them.
-        static = tf.nest.map_structure(lambda x: tf.repeat(x, beam_size, axis=0), static)
-    dynamic = [layer["self"] for layer in cache["layers"]]
+        cross_cache = tf.nest.map_structure(
+            lambda x: tf.repeat(x, beam_size, axis=0), cross_cache)
 
-    def next_fn(ids, index, self_caches):
-        full = {"layers": [{"self": s, "cross": c} for s, c in zip(self_caches,
-                                                                     static["cross"])],
-                "input_mask": static["input_mask"]}
-        logits, new = model.decode_step(ids, index, full)
-        return logits, [layer["self"] for layer in new["layers"]]
+    def next_fn(ids, index, cache):
+        return model.decode_step(ids, index, cache, cross_cache)
 
     batch = tf.shape(inputs)[0]
     growth = dict(cache_lengths=lengths, grow_cache=model.grow_self_cache,
                   min_decode_length=min_decode_length)
     if beam_size == 1:
         ids, scores = beam_search.greedy_search(
-            next_fn, dynamic, batch, max_decode_length, EOS_ID, **growth)
+            next_fn, self_cache, batch, max_decode_length, EOS_ID, **growth)
         return ids[:, None, :], scores[:, None]
     return beam_search.beam_search(
-        next_fn, dynamic, batch, beam_size, max_decode_length, EOS_ID, alpha=alpha,
-        vocab_size=model.vocab_size, **growth)
+        next_fn, self_cache, batch, beam_size, max_decode_length, EOS_ID, alpha=alpha,
+        vocab_size=model.target_vocab_size, **growth)
 
 
 @dataclasses.dataclass(frozen=True)
 class SplitReport:
-    """Decoding of a problem's split: hypotheses, references and accuracy."""
+    """Decoding of a problem's split, scored with the problem's own metrics.
+
+    Attributes:
+      sources, hypotheses, references: text, one per example, in split order.
+      scores: `problem.evaluate(hypotheses, references, sources)`, in the order
+        of `problem.eval_metrics()`.
+    """
 
     sources: list[str]
     hypotheses: list[str]
     references: list[str]
-    exact_match: float  # Fraction of hypotheses equal to their reference.
+    scores: list[Score]
+
+    def score(self, name: str) -> Score:
+        """The Score called `name` (KeyError if the problem has no such metric)."""
+        for score in self.scores:
+            if score.name == name:
+                return score
+        raise KeyError(f"no score {name!r}; the scores are "
+                       f"{', '.join(s.name for s in self.scores)}")
 
 
 def decode_split(problem, model, split: str, options: DecodeOptions,
                  data_dir: str | None = None) -> SplitReport:
-    """Decodes every example of `split` and scores exact-sequence accuracy."""
+    """Decodes every example of `split` and scores it with `problem.evaluate`."""
     examples = list(problem.examples(split, data_dir).as_numpy_iterator())
-    sources = [list(ex["inputs"]) for ex in examples]
-    decoded = Decoder(model, options).decode(sources)
+    decoded = Decoder(model, options).decode([list(ex["inputs"]) for ex in examples])
+    sources = [problem.decode_inputs(ex["inputs"]) for ex in examples]
     hypotheses = [problem.decode(best[0][0]) for best in decoded]
     references = [problem.decode(ex["targets"]) for ex in examples]
-    exact = sum(h == r for h, r in zip(hypotheses, references)) / max(len(examples), 1)
-    return SplitReport([problem.decode(s) for s in sources], hypotheses, references, exact)
+    scores = problem.evaluate(hypotheses, references, sources)
+    return SplitReport(sources, hypotheses, references, scores)
+
+
+def read_references(path: str, count: int) -> list[str]:
+    """The lines of a UTF-8 reference file, which must have `count` lines.
+
+    Raises:
+      MetricError: the file is not UTF-8 or has another number of lines.
+      FileNotFoundError: no such file.
+    """
+    references = read_lines(path)
+    if len(references) != count:
+        raise MetricError(f"{path} has {len(references)} lines, the input has {count}; "
+                          "pass a reference with one line per input line")
+    return references
 
 
 def encode_lines(problem, lines: list[str], max_length: int, warn=print) -> list[list[int]]:
-    """Source lines -> id sequences with EOS; empty lines stay empty; long ones truncated."""
+    """Source lines -> id sequences with EOS; empty lines stay empty; long ones truncated.
+
+    Truncation is `decode_policy.source_ids` (max_length - 1 tokens + EOS), with a
+    warning naming the line.
+    """
     sources = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
             sources.append([])
             continue
-        ids = problem.encode(line.strip())
-        if len(ids) + 1 > max_length:
-            warn(f"line {number}: {len(ids) + 1} tokens, truncated to max_length={max_length}")
-            ids = ids[:max_length - 1]
-        sources.append(ids + [EOS_ID])
+        tokens = problem.encode(line.strip())
+        ids = decode_policy.source_ids(tokens, max_length)
+        if len(ids) < len(tokens) + 1:
+            warn(f"line {number}: {len(tokens) + 1} tokens, truncated to "
+                 f"max_length={max_length}")
+        sources.append(ids)
     return sources
 
 

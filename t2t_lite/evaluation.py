@@ -27,7 +27,7 @@ from typing import Callable
 import numpy as np
 import tensorflow as tf
 
-from t2t_lite import data, decoding
+from t2t_lite import data, decode_policy, decoding
 from t2t_lite.losses import smoothed_cross_entropy_sums
 from t2t_lite.problems.base import ProblemError
 
@@ -126,8 +126,8 @@ class DevEvaluator:
         size = self.options.eval_batch_size
         hypotheses = []
         for start in range(0, len(wanted), size):
-            chunk = [list(ex["inputs"][:self.hparams.max_length]) for ex in
-                     wanted[start:start + size]]
+            chunk = [decode_policy.truncate(list(ex["inputs"]), self.hparams.max_length)
+                     for ex in wanted[start:start + size]]
             hypotheses += [self.problem.decode(beams[0][0])
                            for beams in self.decoder.decode(chunk)]
             if time.time() > deadline:

@@ -6,27 +6,30 @@ Signatures:
   translate_ids:   inputs int32 [B, S] (EOS included, 0-padded)
                    -> ids int32 [B, L] (best beam, EOS then 0s), scores float32 [B]
   serving_default: inputs tf.string [B] -> outputs tf.string [B], scores float32 [B]
-                   (only for problems with a SentencePiece vocabulary: translation)
+                   (only for problems with SentencePiece vocabularies: translation)
 
-Decoding is `decoding.search` exactly as `decoding.Decoder` runs it: the
-batch is cut to its longest row, padded to a power of two (at least 8), and
-searched with max_decode_length = padded length + extra_length, so the exported
-model gives the ids t2t_lite-decoder gives. The search needs a static length, so
-the exported function holds one traced search per padded length 8, 16, 32, ...
-up to the first that holds max_length, and picks the branch at run time
-(`tf.switch_case`); inputs longer than hparams.max_length are truncated to
-max_length - 1 tokens + EOS (as t2t_lite-decoder truncates file lines).
+Decoding follows `t2t_lite.decode_policy`, the rules `decoding.Decoder` follows
+too, so the exported model gives the ids t2t_lite-decoder gives: inputs longer
+than hparams.max_length are truncated to max_length - 1 tokens + EOS, the batch
+is cut to its longest row, padded to a power of two (at least 8), and searched
+(`decoding.decode_padded`) with max_decode_length = padded length +
+extra_length. The search needs a static length, so translate_ids holds one
+traced search per padded length 8, 16, 32, ... up to the first that holds
+max_length, and picks the branch at run time (`tf.switch_case`).
 
-serving_default tokenizes with tensorflow_text's SentencepieceTokenizer (the
-op holds the model bytes as an attribute; the .model file is also attached as
-a SavedModel asset, assets/vocab.<problem>.model), appends EOS, decodes and
-detokenizes in the graph. An input with no tokens (empty or blank) gives ""
-and score 0, as t2t_lite-decoder does for empty lines.
+translate_ids is traced once. serving_default calls that same function: it
+tokenizes with the source vocabulary (tensorflow_text's SentencepieceTokenizer;
+the op holds the model bytes as an attribute, and the .model files are also
+attached as SavedModel assets, e.g. assets/vocab.<problem>.model), appends EOS
+(`decode_policy.tf_source_ids`), calls translate_ids and detokenizes with the
+target vocabulary (the same file when the problem shares one). An input with no
+tokens (empty or blank) gives "" and score 0, as t2t_lite-decoder does for
+empty lines.
 
 A SavedModel with a tensorflow_text op cannot be loaded by a process that has
 not imported tensorflow_text (the op is not registered), even to run another
 signature. So for translation problems a second, ids-only SavedModel is
-written to EXPORT_DIR/<version>/ids/ (same weights, only translate_ids); for
+written to EXPORT_DIR/<version>/ids/ (same weights, the same translate_ids); for
 algorithmic problems the main SavedModel has no such op and is ids-only.
 
 The version directory is written under a temporary name inside EXPORT_DIR and
@@ -45,8 +48,8 @@ import time
 
 import tensorflow as tf
 
-from t2t_lite import checkpoints, decoding
-from t2t_lite.model import EOS_ID
+from t2t_lite import checkpoints, decode_policy, decoding
+from t2t_lite.ids import EOS_ID, PAD_ID
 
 IDS_SUBDIR = "ids"
 
@@ -103,50 +106,39 @@ def directory_size(path: str) -> int:
                for root, _, files in os.walk(path) for f in files)
 
 
-def _truncate(ids, max_length: int):
-    """ids int32 [B, S] -> [B, min(S, max_length)]; long rows keep max_length-1 tokens + EOS."""
-    positions = tf.range(1, tf.shape(ids)[1] + 1)
-    last = tf.reduce_max(tf.where(ids != 0, positions[None, :], 0), axis=1)  # [B] lengths
-    cut = ids[:, :max_length]
-    at_end = tf.range(tf.shape(cut)[1]) == max_length - 1
-    return tf.where(tf.logical_and((last > max_length)[:, None], at_end[None, :]),
-                    tf.constant(EOS_ID, tf.int32), cut)
-
-
 def _decode_ids(model, ids, options: decoding.DecodeOptions, max_length: int):
-    """decoding.Decoder's search in the graph: ids [B, S] -> (best ids [B, L], scores [B])."""
-    ids = _truncate(tf.cast(ids, tf.int32), max_length)
-    positions = tf.range(1, tf.shape(ids)[1] + 1)
-    longest = tf.maximum(1, tf.reduce_max(tf.where(ids != 0, positions[None, :], 0)))
-    buckets = decoding.source_buckets(max_length)
-    # The first bucket that holds the longest row, as decoding.Decoder pads.
-    index = tf.reduce_sum(tf.cast(tf.constant(buckets) < longest, tf.int32))
-    padded = tf.gather(tf.constant(buckets), index)
-    widest = buckets[-1] + options.extra_length
+    """decoding.Decoder's search in the graph: ids [B, S] -> (best ids [B, L], scores [B]).
+
+    The rows are truncated, measured and padded by `decode_policy`, and searched by
+    `decoding.decode_padded` in the branch of their padded length.
+    """
+    ids = decode_policy.tf_truncate(tf.cast(ids, tf.int32), max_length)
+    longest = tf.reduce_max(decode_policy.tf_row_lengths(ids))
+    index, padded = decode_policy.tf_padded_length(longest, max_length)
+    buckets = decode_policy.source_buckets(max_length)
+    widest = decode_policy.max_decode_length(buckets[-1], options.extra_length)
 
     def branch(length):
         def fn():
-            x = ids[:, :length]
-            x = tf.pad(x, [[0, 0], [0, length - tf.shape(x)[1]]])
-            x = tf.ensure_shape(x, [None, length])
-            seqs, scores = decoding.search(model, x, options.beam_size, options.alpha,
-                                           length + options.extra_length)
-            best = tf.pad(seqs[:, 0, :], [[0, 0], [0, widest - length - options.extra_length]])
+            seqs, scores = decoding.decode_padded(
+                model, decode_policy.tf_pad_batch(ids, length), options)
+            searched = decode_policy.max_decode_length(length, options.extra_length)
+            best = tf.pad(seqs[:, 0, :], [[0, 0], [0, widest - searched]])
             return tf.ensure_shape(best, [None, widest]), scores[:, 0]
         return fn
 
     best, scores = tf.switch_case(index, [branch(n) for n in buckets])
-    return best[:, :padded + options.extra_length], scores
+    return best[:, :decode_policy.max_decode_length(padded, options.extra_length)], scores
 
 
 def _strip_after_eos(ids):
     """int32 [B, L] -> ragged [B, (N)]: tokens before the first EOS, padding dropped."""
     before_eos = tf.cumsum(tf.cast(ids == EOS_ID, tf.int32), axis=1) == 0
-    return tf.ragged.boolean_mask(ids, tf.logical_and(before_eos, ids != 0))
+    return tf.ragged.boolean_mask(ids, tf.logical_and(before_eos, ids != PAD_ID))
 
 
 class _IdsModule(tf.Module):
-    """Tracks the model weights; translate_ids closes over the Keras model."""
+    """translate_ids, traced once; tracks the model weights and the decoding settings."""
 
     def __init__(self, model, options, max_length):
         super().__init__(name="t2t_lite_export")
@@ -165,32 +157,62 @@ class _IdsModule(tf.Module):
             tf.TensorSpec([None, None], tf.int32, name="inputs")])
 
 
-class _TextModule(_IdsModule):
-    """Adds serving_default: text in, text out, tokenized with tensorflow_text."""
+class _TextModule(tf.Module):
+    """serving_default (text in, text out) around an _IdsModule's translate_ids.
 
-    def __init__(self, model, options, max_length, vocab_file):
-        super().__init__(model, options, max_length)
+    The search is the ids module's one traced translate_ids, which serve() calls
+    and which is also this module's translate_ids signature. Tokenizes with the
+    source vocabulary and detokenizes with the target vocabulary (tensorflow_text).
+    """
+
+    def __init__(self, ids_module: _IdsModule, max_length: int, source_vocab: str,
+                 target_vocab: str):
+        super().__init__(name="t2t_lite_export_text")
         import tensorflow_text as tf_text
 
-        with open(vocab_file, "rb") as f:
-            self.tokenizer = tf_text.SentencepieceTokenizer(model=f.read(), out_type=tf.int32)
-        self.vocab_asset = tf.saved_model.Asset(vocab_file)
-        tokenizer = self.tokenizer
+        self.ids_module = ids_module
+        self.translate_ids = ids_module.translate_ids
+        tokenizers = {}
+        for path in dict.fromkeys([source_vocab, target_vocab]):
+            with open(path, "rb") as f:
+                tokenizers[path] = tf_text.SentencepieceTokenizer(model=f.read(),
+                                                                  out_type=tf.int32)
+        self.vocab_assets = [tf.saved_model.Asset(path) for path in tokenizers]
+        self.source_tokenizer = source = tokenizers[source_vocab]
+        self.target_tokenizer = target = tokenizers[target_vocab]
+        translate_ids = ids_module.translate_ids
 
         def serve(inputs):
-            tokens = tokenizer.tokenize(inputs)[:, :max_length - 1]  # ragged [B, (n)]
-            counts = tf.cast(tokens.row_lengths(), tf.int32)
-            dense = tf.pad(tokens.to_tensor(), [[0, 0], [0, 1]])
-            positions = tf.range(tf.shape(dense)[1])
-            dense = tf.where(positions[None, :] == counts[:, None], EOS_ID, dense)
-            ids, scores = _decode_ids(model, dense, options, max_length)
-            text = tokenizer.detokenize(_strip_after_eos(ids))
-            empty = counts == 0
+            tokens = source.tokenize(inputs)  # ragged [B, (n)]
+            out = translate_ids(decode_policy.tf_source_ids(tokens, max_length))
+            text = target.detokenize(_strip_after_eos(out["ids"]))
+            empty = tokens.row_lengths() == 0
             return {"outputs": tf.where(empty, "", text),
-                    "scores": tf.where(empty, 0.0, scores)}
+                    "scores": tf.where(empty, 0.0, out["scores"])}
 
         self.serve = tf.function(serve, input_signature=[
             tf.TensorSpec([None], tf.string, name="inputs")])
+
+
+def vocab_files(problem) -> tuple[str, str] | None:
+    """(source, target) SentencePiece model files of a text problem; None for ids-only ones.
+
+    Raises:
+      ExportError: a vocabulary file is missing (says which datagen to run).
+    """
+    kind = type(problem)
+    if getattr(kind, "source_vocab_file", None) is not None:
+        files = (problem.source_vocab_file, problem.target_vocab_file)
+    elif getattr(kind, "vocab_file", None) is not None:
+        files = (problem.vocab_file,) * 2
+    else:
+        return None
+    for path in files:
+        if not os.path.exists(path):
+            raise ExportError(f"no vocabulary {path}: run t2t_lite-datagen "
+                              f"--problem={problem.name} --data_dir={os.path.dirname(path)} "
+                              "first")
+    return files
 
 
 def _save(module, path, signatures):
@@ -215,28 +237,25 @@ def export(output_dir: str, export_dir: str, checkpoint: str | None = None,
     if options.beam_size < 1 or options.extra_length < 0:
         raise ExportError("beam_size must be >= 1 and extra_length >= 0")
     max_length = int(hparams.max_length)
-    text = getattr(type(problem), "vocab_file", None) is not None
-    vocab_file = problem.vocab_file if text else None  # Raises ProblemError if missing.
-    if text and not os.path.exists(vocab_file):
-        problem.vocab  # noqa: B018  (raises the ProblemError that says what to run)
+    vocabs = vocab_files(problem)  # None: an ids-only problem (no text signature).
 
     os.makedirs(export_dir, exist_ok=True)
     for name in remove_stale_temporaries(export_dir):
         log(f"removed {name}, left by an interrupted export")
     tmp = tempfile.mkdtemp(dir=export_dir, prefix=f"{TMP_PREFIX}{os.getpid()}-")
     try:
+        log("tracing translate_ids")
         ids_module = _IdsModule(model, options, max_length)
         ids_signatures = {"translate_ids": ids_module.translate_ids.get_concrete_function()}
-        if text:
-            log("tracing serving_default and translate_ids")
-            module = _TextModule(model, options, max_length, vocab_file)
+        signatures = ids_signatures
+        if vocabs:
+            log("tracing serving_default (around the same translate_ids)")
+            module = _TextModule(ids_module, max_length, *vocabs)
             signatures = {"serving_default": module.serve.get_concrete_function(),
-                          "translate_ids": module.translate_ids.get_concrete_function()}
+                          **ids_signatures}
             _save(module, tmp, signatures)
             _save(ids_module, os.path.join(tmp, IDS_SUBDIR), ids_signatures)
         else:
-            log("tracing translate_ids")
-            signatures = ids_signatures
             _save(ids_module, tmp, signatures)
         version = next_version(export_dir)
         final = os.path.join(export_dir, str(version))
@@ -247,5 +266,5 @@ def export(output_dir: str, export_dir: str, checkpoint: str | None = None,
         raise
     return ExportResult(
         path=final, version=version, signatures=tuple(sorted(signatures)),
-        ids_path=os.path.join(final, IDS_SUBDIR) if text else final,
+        ids_path=os.path.join(final, IDS_SUBDIR) if vocabs else final,
         checkpoint=path, seconds=time.time() - start, size_bytes=directory_size(final))

@@ -3,7 +3,6 @@
 import collections
 import dataclasses
 import doctest
-import importlib.util
 import json
 import math
 import os
@@ -13,15 +12,7 @@ import sys
 import pytest
 import sacrebleu
 
-try:
-    from t2t_lite.metrics import bleu
-except ImportError:  # a sibling module of the package is mid-edit: load by path
-    _PATH = os.path.join(os.path.dirname(__file__), os.pardir, "t2t_lite",
-                         "metrics", "bleu.py")
-    _SPEC = importlib.util.spec_from_file_location("t2t_lite_bleu", _PATH)
-    bleu = importlib.util.module_from_spec(_SPEC)
-    sys.modules[_SPEC.name] = bleu  # dataclasses looks the module up
-    _SPEC.loader.exec_module(bleu)
+from t2t_lite.metrics import bleu
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata",
                     "bleu")

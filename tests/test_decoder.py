@@ -1,42 +1,65 @@
-"""Decoding a trained run: files, stdin, batching, errors (t2t_lite-decoder)."""
+"""t2t_lite-decoder: files, stdin, batching, order, the problem's own metrics, errors."""
 
 import dataclasses
 import io
+import pathlib
+import re
 import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_lite import checkpoints, decoding, registry, trainer
+from t2t_lite import checkpoints, datagen, decode_policy, decoding, registry, trainer
 from t2t_lite.bin import decoder as decoder_cli
+from t2t_lite.metrics import ExactMatch, Metric, Score
+from t2t_lite.problems.algorithmic import AlgorithmicReverse
+from t2t_lite.problems.translate import TranslateFiles
+from t2t_lite.registry import register_problem
+
+TESTDATA = pathlib.Path(__file__).parent / "testdata" / "bleu"
+
+
+def _train(problem_name, output_dir, steps):
+    hparams = registry.hparams("tiny").override(
+        "dropout_rate=0.0,num_layers=1,d_model=32,d_ff=64,num_heads=2,batch_size=256")
+    trainer.train(registry.problem(problem_name), hparams, str(output_dir),
+                  options=trainer.TrainOptions(train_steps=steps, log_every_steps=1000),
+                  strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=lambda _: None)
+    return str(output_dir)
 
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
-    out = tmp_path_factory.mktemp("run")
-    hparams = registry.hparams("tiny").override(
-        "dropout_rate=0.0,num_layers=1,d_model=32,d_ff=64,num_heads=2,batch_size=256")
-    trainer.train(registry.problem("algorithmic_reverse"), hparams, str(out),
-                  options=trainer.TrainOptions(train_steps=30, log_every_steps=100),
-                  strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=lambda _: None)
-    return str(out)
+    """algorithmic_reverse, trained enough (300 steps) that distinct inputs decode apart."""
+    return _train("algorithmic_reverse", tmp_path_factory.mktemp("run"), 300)
 
 
 def test_decode_file_keeps_order_empty_and_long_lines(run_dir, tmp_path, capsys):
-    source = tmp_path / "in.txt"
     long_line = " ".join(["7"] * 80)  # Longer than tiny's max_length=64.
-    source.write_text("3 1 4\n\n" + long_line + "\n2 2\n")
-    target = tmp_path / "out.txt"
+    lines = ["3 1 4", "", long_line, "2 2", "9 8 7 6 5 4", "0", "5 6 1 2"]
+    source, target = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_text("\n".join(lines) + "\n")
     code = decoder_cli.main([f"--output_dir={run_dir}", f"--decode_from_file={source}",
                              f"--decode_to_file={target}", "--beam_size=2", "--jit"])
     assert code == 0
-    lines = target.read_text().split("\n")
-    assert len(lines) == 5 and lines[4] == ""  # 4 lines and the final newline.
-    assert lines[1] == ""
-    assert all(set(line.split()) <= set("0123456789") for line in lines)
-    err = capsys.readouterr().err
-    assert "line 3: 81 tokens, truncated to max_length=64" in err
+    assert "line 3: 81 tokens, truncated to max_length=64" in capsys.readouterr().err
+    got = target.read_text().split("\n")
+    assert len(got) == len(lines) + 1 and got[-1] == ""  # One line each, final newline.
+    got = got[:-1]
+    assert got[1] == ""  # An empty line gives an empty line.
+
+    # Each line is what decoding its input alone gives (the long one as truncated:
+    # 63 tokens + EOS), so a shuffled output fails; the outputs differ, so it would.
+    problem = registry.problem("algorithmic_reverse")
+    model, *_ = checkpoints.load_model(run_dir)
+    alone = decoding.Decoder(model, decoding.DecodeOptions(beam_size=2, batch_size=1))
+    for line, output in zip(lines, got):
+        if line:
+            ids = decode_policy.source_ids(problem.encode(line), 64)
+            assert output == problem.decode(alone.decode([ids])[0][0][0]), line
+    nonempty = [output for output in got if output]
+    assert len(set(nonempty)) == len(nonempty) == len(lines) - 1, got
 
 
 def test_interactive_return_beams(run_dir, monkeypatch, capsys):
@@ -51,8 +74,72 @@ def test_interactive_return_beams(run_dir, monkeypatch, capsys):
 
 def test_decode_split_prints_accuracy(run_dir, capsys):
     assert decoder_cli.main([f"--output_dir={run_dir}", "--beam_size=1",
-                             "--batch_size=500"]) == 0
-    assert "exact-sequence accuracy on test:" in capsys.readouterr().out
+                             "--batch_size=500", "--show=1000"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    # The exact count, worked out here from the 1000 printed examples
+    # ("  source  ->  hypothesis   (reference: reference)"), not by the problem's metric.
+    rows = [re.fullmatch(r"  (.*)  ->  (.*)   \(reference: (.*)\)", line) for line in out[:-2]]
+    assert len(rows) == 1000 and all(rows)
+    assert all(m[3].split() == m[1].split()[::-1] for m in rows)  # Reversed sources.
+    correct = sum(m[2] == m[3] for m in rows)
+    assert 0 < correct < 1000  # A figure that a wrong count would get wrong.
+    assert out[-1] == f"exact-sequence accuracy: {correct / 10:.2f}% ({correct}/1000)"
+    assert out[-2].startswith("test: 1000 examples, greedy, ")
+
+
+class _SymbolsPerLine(Metric):
+    """A metric no library file knows: mean symbols per hypothesis."""
+
+    name = "symbols_per_line"
+
+    def score(self, hypotheses, references, sources=None):
+        value = sum(len(h.split()) for h in hypotheses) / max(len(hypotheses), 1)
+        return Score(self.name, value, f"symbols per line (test metric): {value:.4f} "
+                     f"over {len(hypotheses)} lines, {len(sources or [])} sources")
+
+
+@register_problem("test_reverse_with_own_metric")
+class _ReverseWithOwnMetric(AlgorithmicReverse):
+    """algorithmic_reverse, small held-out splits, evaluated with the test's own metric."""
+
+    split_sizes = {"train": 200_000, "dev": 40, "test": 40}
+
+    def eval_metrics(self):
+        return [_SymbolsPerLine(), ExactMatch()]
+
+
+def test_problems_own_metric_reaches_the_decoder(tmp_path, capsys):
+    run = _train("test_reverse_with_own_metric", tmp_path / "run", 2)
+    problem = registry.problem("test_reverse_with_own_metric")
+    model, *_ = checkpoints.load_model(run)
+    report = decoding.decode_split(problem, model, "test",
+                                   decoding.DecodeOptions(beam_size=1, batch_size=40))
+    assert len(report.sources) == len(report.hypotheses) == len(report.references) == 40
+    assert [s.name for s in report.scores] == ["symbols_per_line", "exact_match"]
+    assert report.scores == problem.evaluate(report.hypotheses, report.references,
+                                             report.sources)
+    assert report.score("exact_match") is report.scores[1]
+    with pytest.raises(KeyError, match="symbols_per_line, exact_match"):
+        report.score("bleu")
+    reversed_sources = [" ".join(s.split()[::-1]) for s in report.sources]
+    assert reversed_sources == report.references  # Sources decoded with decode_inputs.
+
+    assert decoder_cli.main([f"--output_dir={run}", "--beam_size=1"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-2:] == [score.line for score in report.scores]
+    assert out[-2].startswith("symbols per line (test metric): ") \
+        and out[-2].endswith(" over 40 lines, 40 sources")
+
+    # --reference scores a file with the same metrics, the input lines as sources.
+    source, reference = tmp_path / "in.txt", tmp_path / "ref.txt"
+    source.write_text("3 1 4\n2 7\n")
+    reference.write_text("4 1 3\n7 2\n")
+    assert decoder_cli.main([f"--output_dir={run}", f"--decode_from_file={source}",
+                             f"--reference={reference}", "--beam_size=1"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-2].startswith("symbols per line (test metric): ") \
+        and out[-2].endswith(" over 2 lines, 2 sources")
+    assert out[-1].startswith("exact-sequence accuracy: ")
 
 
 def test_batched_equals_one_by_one_and_beam1_equals_greedy(run_dir):
@@ -105,21 +192,71 @@ def test_no_run_in_dir(tmp_path, capsys):
     assert "holds no t2t_lite run" in capsys.readouterr().err
 
 
-def test_reference_prints_both_bleus(run_dir, tmp_path, capsys):
-    from t2t_lite.metrics import bleu
-
+def test_reference_scores_with_the_problems_metric(run_dir, tmp_path, capsys):
     source, reference, out = tmp_path / "in.txt", tmp_path / "ref.txt", tmp_path / "out.txt"
     source.write_text("3 1 4 1 5\n2 7 1 8\n9 9 2\n")
     reference.write_text("5 1 4 1 3\n8 1 7 2\n2 9 9\n")
     assert decoder_cli.main([f"--output_dir={run_dir}", f"--decode_from_file={source}",
                              f"--decode_to_file={out}", f"--reference={reference}"]) == 0
     printed = capsys.readouterr().out.splitlines()
-    detok, tok = bleu.bleu_files(str(out), str(reference))
-    assert printed[-2] == f"sacreBLEU (detokenized, report this): {detok.format()} " \
-        f"{detok.signature}"
-    assert printed[-1].startswith("tokenized BLEU (paper-comparable")
-    assert tok.format() in printed[-1]
-    reference.write_text("5 1 4 1 3\n")
+    hyps, refs = out.read_text().splitlines(), reference.read_text().splitlines()
+    correct = sum(h == r for h, r in zip(hyps, refs))
+    assert printed[-1] == f"exact-sequence accuracy: {100 * correct / 3:.2f}% ({correct}/3)"
+    assert not any("BLEU" in line for line in printed)  # Not a translation problem.
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"5 1 4 1 3\n", "ref.txt has 1 lines, the input has 3"),
+    (b"5 1\n\xff\xfe 8\n2\n", "ref.txt is not UTF-8"),
+])
+def test_bad_reference_is_one_line_before_decoding(run_dir, tmp_path, capsys, content,
+                                                   message, monkeypatch):
+    source, reference = tmp_path / "in.txt", tmp_path / "ref.txt"
+    source.write_text("3 1 4 1 5\n2 7 1 8\n9 9 2\n")
+    reference.write_bytes(content)
+    monkeypatch.setattr(decoding, "decode_lines", None)  # Decoding would fail loudly.
     assert decoder_cli.main([f"--output_dir={run_dir}", f"--decode_from_file={source}",
                              f"--reference={reference}"]) == 2
-    assert "has 1 lines, the input has 3" in capsys.readouterr().err
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("t2t_lite-decoder: error: ") and message in err[-1], err
+    assert not any("Traceback" in line for line in err)
+
+
+@register_problem("test_translate_en_fr")
+class _TranslateEnFr(TranslateFiles):
+    """translate_files into French: its tokenized BLEU must tokenize French."""
+
+    source_lang, target_lang = "en", "fr"
+
+
+def test_translation_reference_prints_sacrebleu_and_target_language_bleu(tmp_path, capsys):
+    from t2t_lite.metrics import bleu
+
+    raw, data_dir, run = tmp_path / "raw", tmp_path / "data", tmp_path / "run"
+    raw.mkdir()
+    text = {lang: (TESTDATA / f"newstest2014.{side}.de").read_text(encoding="utf-8")
+            for lang, side in (("en", "ref"), ("fr", "hyp"))}  # Any parallel text will do.
+    for lang, content in text.items():
+        (raw / f"train.{lang}").write_text(content, encoding="utf-8")
+    problem = registry.problem("test_translate_en_fr")
+    datagen.generate(problem, str(data_dir), str(raw), datagen.DatagenOptions(vocab_size=500),
+                     log=lambda _: None)
+    hparams = registry.hparams("tiny").override(
+        "dropout_rate=0.0,num_layers=1,d_model=32,d_ff=64,num_heads=2,batch_size=256")
+    trainer.train(problem, hparams, str(run), str(data_dir),
+                  trainer.TrainOptions(train_steps=2, log_every_steps=1000),
+                  strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=lambda _: None)
+    source, reference, out = tmp_path / "in.en", tmp_path / "ref.fr", tmp_path / "out.fr"
+    source.write_text("".join(text["en"].splitlines(True)[:4]), encoding="utf-8")
+    reference.write_text("".join(text["fr"].splitlines(True)[:4]), encoding="utf-8")
+    assert decoder_cli.main([f"--output_dir={run}", f"--decode_from_file={source}",
+                             f"--decode_to_file={out}", f"--reference={reference}",
+                             "--beam_size=1", "--extra_length=5"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    hyps = out.read_text(encoding="utf-8").split("\n")[:-1]
+    refs = reference.read_text(encoding="utf-8").split("\n")[:-1]
+    detok, tok = bleu.sacrebleu_score(hyps, refs), bleu.tokenized_bleu(hyps, refs, "fr")
+    assert printed[-2] == (f"sacreBLEU (detokenized, report this): {detok.format()} "
+                           f"{detok.signature}")
+    assert printed[-1] == ("tokenized BLEU (paper-comparable, moses + compound splitting, "
+                           f"fr): {tok.format()}")

@@ -23,7 +23,7 @@ def test_copy_learns_quickly(tmp_path):
     model, *_ = checkpoints.load_model(str(tmp_path))
     report = decoding.decode_split(problem, model, "test",
                                    decoding.DecodeOptions(beam_size=1, batch_size=500))
-    assert report.exact_match >= 0.9
+    assert report.score("exact_match").value >= 90.0
 
 
 @pytest.mark.slow
@@ -37,4 +37,4 @@ def test_demo_reaches_99_percent(tmp_path):
     report = decoding.decode_split(problem, model, "test",
                                    decoding.DecodeOptions.from_hparams(hparams, batch_size=250))
     assert len(report.hypotheses) == 1000
-    assert report.exact_match >= 0.99
+    assert report.score("exact_match").value >= 99.0

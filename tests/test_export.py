@@ -2,21 +2,21 @@
 
 import json
 import os
+import pathlib
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import SHARED
 
-from t2t_lite import checkpoints, datagen, decoding, export, registry, trainer
+from t2t_lite import checkpoints, datagen, decode_policy, decoding, export, registry, trainer
 from t2t_lite.bin import decoder as decoder_cli
 from t2t_lite.bin import exporter as exporter_cli
-from t2t_lite.text_encoder import strip_ids
+from t2t_lite.ids import strip_ids
 
 TINY = "dropout_rate=0.0,num_layers=1,d_model=32,d_ff=64,num_heads=2,batch_size=256"
-WMT14 = os.path.join(SHARED, "data", "wmt14")
+TESTDATA = pathlib.Path(__file__).parent / "testdata" / "bleu"
 SAVED_MODEL_CLI = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
 
 
@@ -79,7 +79,7 @@ def test_translate_ids_matches_decoder_without_tensorflow_text(reverse_run, tmp_
     assert [_strip(row) for row in got["ids"]] == [best[0][0] for best in want]
     np.testing.assert_allclose(got["scores"], [best[0][1] for best in want], atol=1e-4)
     # Padded length (the longest row, 24, padded to a power of two: 32) + extra_length.
-    assert len(got["ids"][0]) == decoding.padded_source_length(24) + 7 == 39
+    assert len(got["ids"][0]) == decode_policy.padded_length(24) + 7 == 39
 
     # The exported variables hold the checkpoint's weights.
     reader = tf.train.load_checkpoint(str(export_dir / "1" / "variables" / "variables"))
@@ -162,18 +162,16 @@ print(json.dumps(result))
 """
 
 
-@pytest.mark.slow  # ~70 s: datagen, training, export, decoder and two subprocesses.
+@pytest.mark.slow  # ~60 s: datagen, training, export, decoder and two subprocesses.
 def test_serving_default_translates_text_like_the_decoder(tmp_path, capsys):
     raw, data_dir, out = tmp_path / "raw", tmp_path / "data", tmp_path / "run"
     raw.mkdir()
-    with open(f"{WMT14}/newstest2013.en", encoding="utf-8") as f:
-        en = f.read().splitlines()[:200]
-    with open(f"{WMT14}/newstest2013.de", encoding="utf-8") as f:
-        de = f.read().splitlines()[:200]
-    (raw / "train.en").write_text("\n".join(en) + "\n", encoding="utf-8")
-    (raw / "train.de").write_text("\n".join(de) + "\n", encoding="utf-8")
+    # Any parallel text will do (the model is barely trained): the BLEU test data.
+    en, de = _lines(TESTDATA / "newstest2014.ref.de"), _lines(TESTDATA / "newstest2014.hyp.de")
+    (raw / "train.en").write_text("\n".join(en * 3) + "\n", encoding="utf-8")
+    (raw / "train.de").write_text("\n".join(de * 3) + "\n", encoding="utf-8")
     problem = registry.problem("translate_files")
-    datagen.generate(problem, str(data_dir), str(raw), datagen.DatagenOptions(vocab_size=600),
+    datagen.generate(problem, str(data_dir), str(raw), datagen.DatagenOptions(vocab_size=500),
                      log=_quiet)
     hparams = registry.hparams("tiny").override(TINY + ",max_length=48")
     trainer.train(problem, hparams, str(out), str(data_dir),
@@ -184,8 +182,7 @@ def test_serving_default_translates_text_like_the_decoder(tmp_path, capsys):
                               "--beam_size=2", "--extra_length=4"]) == 0
     assert capsys.readouterr().out.strip() == str(export_dir / "1")
 
-    with open(f"{WMT14}/newstest2014.en", encoding="utf-8") as f:
-        lines = f.read().splitlines()[:20]
+    lines = en[:20]
     source, target = tmp_path / "in.en", tmp_path / "out.de"
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")
     assert decoder_cli.main([f"--output_dir={out}", f"--decode_from_file={source}",
@@ -197,13 +194,20 @@ def test_serving_default_translates_text_like_the_decoder(tmp_path, capsys):
         "real": lines, "odd": ["", long_line, "   "]}})
     assert got["real"] == expected
     assert got["odd"][0] == "" and got["odd"][2] == "" and got["odd_scores"][0] == 0.0
-    assert isinstance(got["odd"][1], str)
+
+    # The long line: what the decoder gives for its first max_length - 1 = 47 tokens + EOS.
+    model, *_ = checkpoints.load_model(str(out))
+    decoder = decoding.Decoder(model, decoding.DecodeOptions(beam_size=2, extra_length=4))
+    tokens = problem.encode(long_line)
+    assert len(tokens) > 47
+    (want_ids, want_score), = decoder.decode([tokens[:47] + [1]])[0][:1]
+    assert got["odd"][1] == problem.decode(want_ids)
+    np.testing.assert_allclose(got["odd_scores"][1], want_score, atol=1e-4)
 
     # The ids-only copy loads without tensorflow_text.
     ids = [problem.encode(lines[0]) + [1]]
     got_ids = _fresh(IDS_CODE, {"path": str(export_dir / "1" / "ids"), "inputs": ids})
-    model, *_ = checkpoints.load_model(str(out))
-    want = decoding.Decoder(model, decoding.DecodeOptions(beam_size=2, extra_length=4)).decode(ids)
+    want = decoder.decode(ids)
     assert _strip(got_ids["ids"][0]) == want[0][0][0]
 
     shown = subprocess.run([SAVED_MODEL_CLI, "show", "--all", "--dir", str(export_dir / "1")],
@@ -212,3 +216,72 @@ def test_serving_default_translates_text_like_the_decoder(tmp_path, capsys):
     assert "signature_def['serving_default']" in shown.stdout
     assert "signature_def['translate_ids']" in shown.stdout
     assert os.path.exists(export_dir / "1" / "assets" / "vocab.translate_files.model")
+
+
+def _lines(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read().split("\n")[:-1]
+
+
+class _EchoIds(tf.Module):
+    """Stands in for _IdsModule: translate_ids returns its inputs (no model)."""
+
+    def __init__(self):
+        super().__init__()
+        self.translate_ids = tf.function(
+            lambda inputs: {"ids": inputs, "scores": tf.reduce_sum(tf.cast(inputs, tf.float32),
+                                                                   axis=1)},
+            input_signature=[tf.TensorSpec([None, None], tf.int32)])
+
+
+def test_text_module_tokenizes_source_and_detokenizes_target_around_one_trace(tmp_path):
+    from t2t_lite.text_encoder import train_vocab
+
+    en, de = _lines(TESTDATA / "newstest2014.ref.de"), _lines(TESTDATA / "newstest2014.hyp.de")
+    vocabs = {"source": train_vocab([s.upper() for s in en], 420), "target": train_vocab(de, 500)}
+    paths = {}
+    for side, vocab in vocabs.items():
+        paths[side] = str(tmp_path / f"vocab.{side}.model")
+        with open(paths[side], "wb") as f:
+            f.write(vocab.model_proto)
+    echo = _EchoIds()
+    module = export._TextModule(echo, 6, paths["source"], paths["target"])
+    module.serve.get_concrete_function()
+    assert module.translate_ids is echo.translate_ids
+    lines = ["Der Hund läuft schnell nach Hause und bleibt dort.", "ja", ""]
+    out = module.serve(tf.constant(lines))
+    # The echoed ids: the source tokens as decode_policy cuts them (5 tokens + EOS).
+    sources = [decode_policy.source_ids(vocabs["source"].encode(line), 6) for line in lines]
+    want = [vocabs["target"].decode(ids) if line else "" for ids, line in zip(sources, lines)]
+    assert [s.decode("utf-8") for s in out["outputs"].numpy()] == want
+    assert want[0] != vocabs["source"].decode(sources[0])  # The vocabularies differ.
+    assert out["scores"].numpy().tolist() == [float(sum(ids)) if line else 0.0
+                                              for ids, line in zip(sources, lines)]
+    assert echo.translate_ids.experimental_get_tracing_count() == 1  # Traced once, shared.
+    assert sorted(os.path.basename(a.asset_path.numpy().decode())
+                  for a in module.vocab_assets) == ["vocab.source.model", "vocab.target.model"]
+
+
+def test_vocab_files_source_and_target(tmp_path):
+    source, target = tmp_path / "s.model", tmp_path / "t.model"
+    source.write_bytes(b"x")
+    target.write_bytes(b"y")
+
+    class Separate:
+        name = "separate"
+        source_vocab_file, target_vocab_file = str(source), str(target)
+
+    class Shared:
+        name = "shared"
+        vocab_file = str(source)
+
+    class Ids:
+        name = "ids"
+
+    assert export.vocab_files(Separate()) == (str(source), str(target))
+    assert export.vocab_files(Shared()) == (str(source), str(source))
+    assert export.vocab_files(Ids()) is None
+    target.unlink()
+    with pytest.raises(export.ExportError, match=f"no vocabulary {target}: run t2t_lite-datagen "
+                                           "--problem=separate"):
+        export.vocab_files(Separate())

@@ -1,6 +1,5 @@
 """The shared SentencePiece vocabulary: reserved ids, determinism, exact round trips."""
 
-import os
 
 import pytest
 import tensorflow as tf

@@ -5,7 +5,11 @@
     echo "3 1 4" | t2t_lite-decoder --output_dir=O --decode_interactive
 
 The problem, model and default beam size / alpha / extra_length come from the
-hparams the trainer saved in --output_dir.
+hparams the trainer saved in --output_dir. The test split, or a file decoded
+with --reference, is scored with the problem's own metrics
+(`Problem.eval_metrics`: exact-sequence accuracy for the algorithmic problems,
+sacreBLEU with its signature and tokenized BLEU in the target language for
+translation); every metric prints one line.
 """
 
 from __future__ import annotations
@@ -35,8 +39,8 @@ def parse_args(argv=None):
     parser.add_argument("--jit", action="store_true", help="compile decoding with XLA")
     parser.add_argument("--show", type=int, default=5, help="examples to print")
     parser.add_argument("--reference", default=None,
-                        help="reference file: print sacreBLEU and the paper's tokenized BLEU")
-    parser.add_argument("--bleu_lang", default="de", help="language for Moses tokenization")
+                        help="reference file (one line per input line): print the problem's "
+                        "metrics, e.g. sacreBLEU and the paper's tokenized BLEU")
     return parser.parse_args(argv)
 
 
@@ -49,11 +53,10 @@ def _decode_split(args, problem, model, options):
     for source, hyp, ref in list(zip(report.sources, report.hypotheses, report.references))[
             :args.show]:
         print(f"  {source}  ->  {hyp}   (reference: {ref})")
-    n = len(report.hypotheses)
-    correct = round(report.exact_match * n)
     search = "greedy" if options.beam_size == 1 else f"beam {options.beam_size}"
-    print(f"exact-sequence accuracy on {args.decode_split}: {100 * report.exact_match:.2f}% "
-          f"({correct}/{n}), {search}, {seconds:.1f} s")
+    print(f"{args.decode_split}: {len(report.hypotheses)} examples, {search}, {seconds:.1f} s")
+    for score in report.scores:
+        print(score.line)
 
 
 def _decode_lines(args, problem, model, hparams, options):
@@ -65,6 +68,8 @@ def _decode_lines(args, problem, model, hparams, options):
     else:
         with open(args.decode_from_file, encoding="utf-8") as f:
             lines = f.read().splitlines()
+    references = decoding.read_references(args.reference, len(lines)) if args.reference \
+        else None  # Checked before decoding.
     results = decoding.decode_lines(problem, model, lines, options, hparams.max_length, warn)
     if args.return_beams:
         text = "\n".join("\t".join(f"{t}\t{s:.4f}" for t, s in beams) for beams in results)
@@ -75,26 +80,9 @@ def _decode_lines(args, problem, model, hparams, options):
         print(f"wrote {len(results)} lines to {args.decode_to_file}", file=sys.stderr)
     else:
         print(text)
-    if args.reference:
-        _print_bleu([beams[0][0] for beams in results], args.reference, args.bleu_lang)
-
-
-def _print_bleu(hypotheses, reference_path, lang):
-    """sacreBLEU (the score to report) and the paper's tokenized BLEU."""
-    from t2t_lite.metrics import bleu
-    from t2t_lite.problems.base import ProblemError
-
-    try:
-        references = bleu.read_lines(reference_path)
-        if len(references) != len(hypotheses):
-            raise ValueError(f"{reference_path} has {len(references)} lines, the input has "
-                             f"{len(hypotheses)}")
-    except ValueError as e:
-        raise ProblemError(str(e)) from None
-    detok = bleu.sacrebleu_score(hypotheses, references)
-    tok = bleu.tokenized_bleu(hypotheses, references, lang)
-    print(f"sacreBLEU (detokenized, report this): {detok.format()} {detok.signature}")
-    print(f"tokenized BLEU (paper-comparable, moses + compound splitting): {tok.format()}")
+    if references is not None:
+        for score in problem.evaluate([beams[0][0] for beams in results], references, lines):
+            print(score.line)
 
 
 def main(argv=None) -> int:
@@ -102,6 +90,8 @@ def main(argv=None) -> int:
 
     def run():
         from t2t_lite import checkpoints, decoding, registry
+        from t2t_lite.metrics import MetricError
+        from t2t_lite.problems.base import ProblemError
 
         model, hparams, info, path = checkpoints.load_model(args.output_dir, args.checkpoint)
         problem = registry.problem(info["problem"])
@@ -111,10 +101,13 @@ def main(argv=None) -> int:
             extra_length=args.extra_length, batch_size=args.batch_size,
             return_beams=args.return_beams or None, jit_compile=args.jit or None)
         print(f"decoding with {path}", file=sys.stderr)
-        if args.decode_from_file or args.decode_interactive:
-            _decode_lines(args, problem, model, hparams, options)
-        else:
-            _decode_split(args, problem, model, options)
+        try:
+            if args.decode_from_file or args.decode_interactive:
+                _decode_lines(args, problem, model, hparams, options)
+            else:
+                _decode_split(args, problem, model, options)
+        except MetricError as e:  # A metric that cannot score this output: one line.
+            raise ProblemError(str(e)) from None
 
     return common.run("t2t_lite-decoder", run)
 

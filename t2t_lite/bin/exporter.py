@@ -3,10 +3,12 @@
     t2t_lite-exporter --output_dir=O --export_dir=E [--checkpoint=averaged|ckpt-N]
 
 writes E/<version>/ (1 + the largest existing version) and prints its path.
-Signatures: translate_ids (int32 ids in and out) and, for problems with a
-SentencePiece vocabulary (translation), serving_default (text in, text out,
-tokenized in the graph with tensorflow_text). For translation problems,
-E/<version>/ids/ is an ids-only copy that loads without tensorflow_text.
+Signatures: translate_ids (int32 ids in and out) and, for problems with
+SentencePiece vocabularies (translation), serving_default (text in, text out:
+tokenized with the source vocabulary and detokenized with the target
+vocabulary in the graph, with tensorflow_text, around the same translate_ids).
+For translation problems, E/<version>/ids/ is an ids-only copy that loads
+without tensorflow_text.
 The beam size, alpha and extra_length default to the run's hparams.
 """
 

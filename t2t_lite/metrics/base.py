@@ -61,6 +61,7 @@ class ExactMatch(Metric):
 
 
 def check_lengths(hypotheses: Sequence[str], references: Sequence[str]) -> None:
+    """Raises MetricError unless there is one reference per hypothesis."""
     if len(hypotheses) != len(references):
         raise MetricError(f"{len(hypotheses)} hypotheses but {len(references)} references; "
                           "they must pair up one to one")
@@ -71,3 +72,17 @@ def evaluate(metrics: Sequence[Metric], hypotheses: Sequence[str],
     """Every metric's Score, in the order the problem declared them."""
     check_lengths(hypotheses, references)
     return [metric.score(hypotheses, references, sources) for metric in metrics]
+
+
+def read_lines(path: str) -> list[str]:
+    """Lines of a UTF-8 file (hypotheses or references) without their newlines.
+
+    Raises:
+      MetricError: the file is not UTF-8 (the message names it and the byte).
+      OSError: the file cannot be read.
+    """
+    try:
+        with open(path, encoding="utf-8", newline="\n") as f:
+            return [line[:-1] if line.endswith("\n") else line for line in f]
+    except UnicodeDecodeError as e:
+        raise MetricError(f"{path} is not UTF-8 ({e.reason} at byte {e.start})") from e

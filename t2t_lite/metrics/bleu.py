@@ -35,7 +35,7 @@ from typing import Sequence
 
 from sacrebleu.metrics import BLEU
 
-from t2t_lite.metrics.base import Metric, Score
+from t2t_lite.metrics.base import Metric, MetricError, Score, check_lengths, read_lines
 
 _ROMAN = "I II III IV V VI VII VIII IX X XI XII XIII XIV XV XVI XVII XVIII XIX XX"
 _TITLES = set(
@@ -97,14 +97,8 @@ class BleuResult:
         return self.line
 
 
-def _check_lengths(hypotheses: Sequence[str], references: Sequence[str]):
-    if len(hypotheses) != len(references):
-        raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} "
-                         "references; they must pair up one to one")
-
-
 def _corpus_bleu(metric: BLEU, hypotheses, references):
-    _check_lengths(hypotheses, references)
+    check_lengths(hypotheses, references)
     if not hypotheses:  # sacreBLEU cannot score an empty corpus; this is the same
         hypotheses, references = [""], [""]
     return metric.corpus_score(list(hypotheses), [list(references)])
@@ -122,7 +116,7 @@ def sacrebleu_score(hypotheses: Sequence[str], references: Sequence[str],
 
     Returns:
       A BleuResult with sacreBLEU's signature and one-line format. Raises
-      ValueError if the two lists differ in length.
+      MetricError (a ValueError) if the two lists differ in length.
     """
     metric = BLEU(tokenize=tokenize, lowercase=lowercase)
     s = _corpus_bleu(metric, hypotheses, references)
@@ -217,9 +211,9 @@ def tokenized_bleu(hypotheses: Sequence[str], references: Sequence[str],
 
     Returns:
       A BleuResult whose `format()` is multi-bleu.perl's output line. Raises
-      ValueError if the two lists differ in length.
+      MetricError (a ValueError) if the two lists differ in length.
     """
-    _check_lengths(hypotheses, references)
+    check_lengths(hypotheses, references)
 
     def prepare(segments):
         return [compound_split(moses_tokenize(s, lang)) for s in segments]
@@ -258,16 +252,6 @@ class TokenizedBleu(Metric):
                      f"compound splitting, {self.lang}): {result.format()}")
 
 
-def read_lines(path: str) -> list[str]:
-    """Lines of a UTF-8 file without their newlines (ValueError if not UTF-8)."""
-    try:
-        with open(path, encoding="utf-8", newline="\n") as f:
-            return [line[:-1] if line.endswith("\n") else line for line in f]
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{path} is not UTF-8 ({e.reason} at byte {e.start})"
-                         ) from e
-
-
 def bleu_files(hyp_path: str, ref_path: str,
                lang: str = "de") -> tuple[BleuResult, BleuResult]:
     """Scores a UTF-8 hypothesis file against a reference file, line by line.
@@ -277,13 +261,13 @@ def bleu_files(hyp_path: str, ref_path: str,
 
     Raises:
       OSError: if a file cannot be read.
-      ValueError: if the files differ in line count or are not UTF-8.
+      MetricError (a ValueError): if the files differ in line count or are not UTF-8.
     """
     hyps, refs = read_lines(hyp_path), read_lines(ref_path)
     if len(hyps) != len(refs):
-        raise ValueError(f"line counts differ: hypotheses {hyp_path} has "
-                         f"{len(hyps)} lines, reference {ref_path} has "
-                         f"{len(refs)} lines")
+        raise MetricError(f"line counts differ: hypotheses {hyp_path} has "
+                          f"{len(hyps)} lines, reference {ref_path} has "
+                          f"{len(refs)} lines")
     return sacrebleu_score(hyps, refs), tokenized_bleu(hyps, refs, lang)
 
 
