@@ -173,10 +173,13 @@ class _TextModule(tf.Module):
         self.ids_module = ids_module
         self.translate_ids = ids_module.translate_ids
         tokenizers = {}
-        for path in dict.fromkeys([source_vocab, target_vocab]):
+        for i, path in enumerate(dict.fromkeys([source_vocab, target_vocab])):
             with open(path, "rb") as f:
-                tokenizers[path] = tf_text.SentencepieceTokenizer(model=f.read(),
-                                                                  out_type=tf.int32)
+                # Distinct names: tensorflow_text's SentencePiece resources are kernel-owned
+                # and keyed by node name, so two unnamed tokenizers in one SavedModel load
+                # as one (the target side would detokenize with the source model).
+                tokenizers[path] = tf_text.SentencepieceTokenizer(
+                    model=f.read(), out_type=tf.int32, name=f"vocab_{i}")
         self.vocab_assets = [tf.saved_model.Asset(path) for path in tokenizers]
         self.source_tokenizer = source = tokenizers[source_vocab]
         self.target_tokenizer = target = tokenizers[target_vocab]

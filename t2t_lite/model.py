@@ -279,6 +279,4 @@ class Transformer(keras.Model):
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        config["layer_config"] = LayerConfig.coerce(config["layer_config"])
-        return super().from_config(config)
+        return super().from_config(LayerConfig.in_keras_config(config))

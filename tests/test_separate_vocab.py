@@ -179,3 +179,52 @@ def test_shared_problem_keeps_one_vocabulary(raw, tmp_path, capsys):
     assert datagen_cli.main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "shares one vocabulary" in err[0] and "--vocab_size" in err[0]
+
+
+def test_train_decode_export_with_separate_vocabularies(raw, tmp_path, capsys):
+    """The whole chain on a problem whose sides have their own vocabularies."""
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (registers the SentencePiece op for loading)
+
+    from t2t_lite import checkpoints, evaluation, trainer
+    from t2t_lite.bin import decoder as decoder_cli
+    from t2t_lite.bin import exporter as exporter_cli
+    from t2t_lite.hparams import HParamsError
+
+    problem = registry.problem(NAME)
+    data_dir, out = tmp_path / "data", tmp_path / "run"
+    _generate(problem, raw, data_dir)
+    hparams = registry.hparams("tiny").override(
+        "num_layers=1,d_model=32,d_ff=64,num_heads=2,batch_size=512,max_length=64")
+    options = trainer.TrainOptions(train_steps=3, log_every_steps=100, eval=evaluation.EvalOptions(
+        eval_every_steps=3, eval_examples=16, eval_decode_examples=8))
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+    with pytest.raises(HParamsError, match="shared_embedding=false"):
+        trainer.train(problem, hparams, str(out), str(data_dir), options, strategy, log=print)
+    result = trainer.train(problem, hparams.override("shared_embedding=false"), str(out),
+                           str(data_dir), options, strategy, log=print)
+    assert [s.name for s in result.dev.scores] == ["sacrebleu", "bleu_tokenized"]
+    model, *_ = checkpoints.load_model(str(out))
+    assert (model.source_vocab_size, model.target_vocab_size) == (420, 480)
+
+    lines = _lines(raw / "dev.en")[:6]
+    source, target = tmp_path / "in.en", tmp_path / "out.de"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    reference = tmp_path / "ref.de"
+    reference.write_text("\n".join(_lines(raw / "dev.de")[:6]) + "\n", encoding="utf-8")
+    capsys.readouterr()
+    assert decoder_cli.main([f"--output_dir={out}", f"--decode_from_file={source}",
+                             f"--decode_to_file={target}", f"--reference={reference}",
+                             "--beam_size=2", "--extra_length=5"]) == 0
+    printed = capsys.readouterr().out
+    assert "sacreBLEU" in printed and "tokenized BLEU" in printed and ", de)" in printed
+    decoded = _lines(target)
+
+    export_dir = tmp_path / "export"
+    assert exporter_cli.main([f"--output_dir={out}", f"--export_dir={export_dir}",
+                              "--beam_size=2", "--extra_length=5"]) == 0
+    served = tf.saved_model.load(str(export_dir / "1")).signatures["serving_default"](
+        inputs=tf.constant(lines))["outputs"].numpy()
+    assert [s.decode("utf-8") for s in served] == decoded
+    assets = sorted(os.listdir(export_dir / "1" / "assets"))
+    assert assets == [f"vocab.{NAME}.source.model", f"vocab.{NAME}.target.model"]

@@ -63,3 +63,10 @@ class LayerConfig:
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+    @classmethod
+    def in_keras_config(cls, config: dict) -> dict:
+        """A copy of a Keras config whose "layer_config" dict is a LayerConfig again."""
+        config = dict(config)
+        config["layer_config"] = cls.coerce(config["layer_config"])
+        return config

@@ -68,9 +68,7 @@ class ResidualMixin:
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        config["layer_config"] = LayerConfig.coerce(config["layer_config"])
-        return super().from_config(config)
+        return super().from_config(LayerConfig.in_keras_config(config))
 
 
 @keras.saving.register_keras_serializable(package="t2t_lite")
