@@ -83,7 +83,10 @@ class Problem(abc.ABC):
         Token-based, length-bucketed batches as the trainer reads them
         (`t2t_lite.data`): features {"inputs": int32 [B, L], "targets": [B, L]}
         and the targets again as Keras' y. The training split is shuffled
-        (seeded); `repeat` makes it endless (then pass `steps_per_epoch`).
+        (seeded) in the trainer's order: every new iterator starts the same
+        sequence (Keras iterates a dataset once to inspect it before training,
+        which would otherwise start training on a reshuffled order). `repeat`
+        makes it endless (then pass `steps_per_epoch`).
         With `num_replicas` > 1 each batch gets all-padding rows up to a
         multiple of it, so every replica gets as many rows (Keras under
         MirroredStrategy fails on uneven splits); they hold no target token.
@@ -91,14 +94,19 @@ class Problem(abc.ABC):
         from t2t_lite import data
 
         examples = self.examples(split, data_dir)
-        if split == "train":
-            examples = examples.shuffle(10_000, seed=seed, reshuffle_each_iteration=True)
-        if repeat:
-            examples = examples.repeat()
-        batches = data.batch_by_tokens(
-            examples, hparams.batch_size, hparams.max_length, num_replicas,
-            drop_long=split == "train", min_length_bucket=hparams.min_length_bucket,
-            length_bucket_step=hparams.length_bucket_step)
+
+        def pipeline(_):  # Built anew (fresh shuffle state) for every iterator.
+            ordered = examples
+            if split == "train":
+                ordered = ordered.shuffle(10_000, seed=seed, reshuffle_each_iteration=True)
+            if repeat:
+                ordered = ordered.repeat()
+            return data.batch_by_tokens(
+                ordered, hparams.batch_size, hparams.max_length, num_replicas,
+                drop_long=split == "train", min_length_bucket=hparams.min_length_bucket,
+                length_bucket_step=hparams.length_bucket_step)
+
+        batches = tf.data.Dataset.range(1).flat_map(pipeline)
 
         def to_keras(batch):
             extra = -tf.shape(batch["targets"])[0] % num_replicas

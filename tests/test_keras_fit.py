@@ -45,11 +45,12 @@ class _Recorder(keras.callbacks.Callback):
             self.weights[step] = [np.array(w) for w in self.model.weights]
 
 
-def _compiled(hparams, strategy, problem):
+def _compiled(hparams, strategy, problem, **compile_args):
     with strategy.scope():
         model = Transformer.from_hparams(hparams, problem.vocab_size)
-        model.compile(optimizer=keras.optimizers.Adam(0.0, 0.9, 0.98, 1e-9),
-                      loss=LabelSmoothedCrossEntropy(hparams.label_smoothing))
+        model.compile(optimizer=keras.optimizers.Adam(
+                          0.0, hparams.adam_beta1, hparams.adam_beta2, hparams.adam_epsilon),
+                      loss=LabelSmoothedCrossEntropy(hparams.label_smoothing), **compile_args)
     return model
 
 
@@ -118,3 +119,36 @@ def test_dataset_pads_rows_to_a_multiple_of_the_replicas(tiny_hparams):
         np.testing.assert_array_equal(px["inputs"][:rows], x["inputs"])  # ...same examples,
         np.testing.assert_array_equal(py, px["targets"])
         assert not px["inputs"][rows:].any() and not px["targets"][rows:].any()  # + padding.
+
+
+def test_fit_gives_the_trainers_weights_and_learning_rates(tiny_hparams, tmp_path):
+    """Same data, hparams, seed and steps: model.fit + callbacks == t2t_lite's trainer."""
+    from t2t_lite import checkpoints, evaluation, trainer
+
+    problem, steps = registry.problem("algorithmic_reverse"), 8
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+    trainer.train(problem, tiny_hparams, str(tmp_path), options=trainer.TrainOptions(
+        train_steps=steps, eval=evaluation.EvalOptions(eval_every_steps=0)),
+        strategy=strategy, log=lambda _: None)
+    trained, *_ = checkpoints.load_model(str(tmp_path))
+
+    keras.utils.set_random_seed(1234)  # The trainer's seed, before the model is built.
+    model = _compiled(tiny_hparams, strategy, problem, jit_compile=False)  # As the trainer.
+    recorder = _Recorder()
+    model.fit(problem.dataset("train", tiny_hparams, repeat=True, seed=1234),
+              steps_per_epoch=steps, epochs=1, verbose=0, callbacks=[
+                  TransformerLearningRate(tiny_hparams.d_model, tiny_hparams.warmup_steps),
+                  recorder])
+    from t2t_lite.schedules import TransformerSchedule  # The trainer's optimizer schedule.
+
+    schedule = TransformerSchedule(tiny_hparams.d_model, tiny_hparams.warmup_steps,
+                                   tiny_hparams.learning_rate_scale)
+    np.testing.assert_allclose(recorder.rates, [float(schedule(i)) for i in range(steps)],
+                               rtol=1e-6)
+    for mine, theirs in zip(model.weights, trained.weights):
+        np.testing.assert_allclose(np.array(mine), np.array(theirs), rtol=1e-3, atol=2e-5)
+    # Not equal by accident: the weights moved away from their initial values.
+    keras.utils.set_random_seed(1234)
+    initial = Transformer.from_hparams(tiny_hparams, problem.vocab_size)
+    assert max(float(np.abs(np.array(a) - np.array(b)).max())
+               for a, b in zip(initial.weights, trained.weights)) > 10 * 2e-5
