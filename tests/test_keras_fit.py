@@ -152,3 +152,66 @@ def test_fit_gives_the_trainers_weights_and_learning_rates(tiny_hparams, tmp_pat
     initial = Transformer.from_hparams(tiny_hparams, problem.vocab_size)
     assert max(float(np.abs(np.array(a) - np.array(b)).max())
                for a, b in zip(initial.weights, trained.weights)) > 10 * 2e-5
+
+
+FIT_SCRIPT = r"""
+import json, os, signal, sys
+import keras, tensorflow as tf
+from t2t_lite import registry
+from t2t_lite.callbacks import TransformerLearningRate
+from t2t_lite.losses import LabelSmoothedCrossEntropy
+from t2t_lite.model import Transformer
+
+backup, record, kill_at = sys.argv[1], sys.argv[2], int(sys.argv[3])
+problem = registry.problem("algorithmic_reverse")
+hparams = registry.hparams("tiny").override(
+    "dropout_rate=0.0,num_layers=1,d_model=32,d_ff=64,num_heads=2,batch_size=256")
+keras.utils.set_random_seed(1)
+with tf.distribute.MirroredStrategy(["/cpu:0"]).scope():
+    model = Transformer.from_hparams(hparams, problem.vocab_size)
+    model.compile(optimizer=keras.optimizers.Adam(0.0, 0.9, 0.98, 1e-9),
+                  loss=LabelSmoothedCrossEntropy(0.1))
+
+
+class Record(keras.callbacks.Callback):
+    def on_epoch_end(self, epoch, logs=None):
+        with open(record, "a") as f:
+            f.write(json.dumps({"epoch": epoch, "lr": logs["learning_rate"],
+                                "step": int(self.model.optimizer.iterations.numpy())}) + "\n")
+        if epoch == kill_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+model.fit(problem.dataset("train", hparams, repeat=True), steps_per_epoch=5, epochs=4,
+          verbose=0, callbacks=[TransformerLearningRate(hparams.d_model, hparams.warmup_steps),
+                                keras.callbacks.BackupAndRestore(backup), Record()])
+"""
+
+
+def test_backup_and_restore_resumes_fit_after_a_kill(tmp_path):
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    script, backup, record = tmp_path / "fit.py", tmp_path / "backup", tmp_path / "epochs.jsonl"
+    script.write_text(FIT_SCRIPT, encoding="utf-8")
+    env = dict(os.environ, KERAS_BACKEND="tensorflow")
+
+    def fit(kill_at):
+        return subprocess.run([sys.executable, str(script), str(backup), str(record),
+                               str(kill_at)], env=env, capture_output=True, text=True,
+                              timeout=300)
+
+    killed = fit(kill_at=1)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    finished = fit(kill_at=-1)
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    epochs = [json.loads(line) for line in record.read_text().splitlines()]
+    # Killed after epoch 1; the rerun starts at epoch 2 with the optimizer's step restored,
+    # so equation 3 continues where it stopped.
+    assert [(e["epoch"], e["step"]) for e in epochs] == [(0, 5), (1, 10), (2, 15), (3, 20)]
+    for e in epochs:
+        assert e["lr"] == pytest.approx(float(paper_learning_rate(e["step"], 32, 400)),
+                                        rel=1e-6)
