@@ -31,6 +31,7 @@ import time
 from itertools import islice
 
 from t2t_lite import datagen_io as io_
+from t2t_lite.progress import Progress
 from t2t_lite.shards import SPLITS, manifest_path, read_shard_stats, shard_files, shard_name
 from t2t_lite.text_encoder import DataError, SubwordVocab, normalize, train_vocab
 
@@ -286,7 +287,7 @@ def _write_split(problem, data_dir, split, corpus, plan, manifest, vocabs, seed,
     info = plan["splits"][split]
     n, size, count = info["pairs"], info["shard_size"], info["shards"]
     summary = SplitSummary(split, pairs=n, shards=count)
-    progress = io_.Progress(stream, f"{problem.name} {split}", n)
+    progress = Progress(stream, f"{problem.name} {split}", n)
     start = time.time()
     pairs = iter(corpus.pairs())
     for k in range(count):

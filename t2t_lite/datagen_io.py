@@ -153,37 +153,3 @@ class Manifest:
     def _save(self) -> None:
         atomic_write_bytes(self.path, (json.dumps(self.data, indent=1) + "\n").encode())
 
-
-class Progress:
-    """One live line on a terminal (pairs done, rate, ETA); a line every 10 s otherwise."""
-
-    def __init__(self, stream, label: str, total: int):
-        self.stream = stream
-        self.label = label
-        self.total = max(total, 1)
-        self.done = 0
-        self.start = self.last = time.time()
-        self.tty = bool(getattr(stream, "isatty", lambda: False)())
-
-    def advance(self, n: int) -> None:
-        self.done += n
-        now = time.time()
-        if now - self.last >= (0.25 if self.tty else 10.0):
-            self.last = now
-            self._show()
-
-    def _show(self, end: str = "") -> None:
-        elapsed = max(time.time() - self.start, 1e-9)
-        rate = self.done / elapsed
-        eta = (self.total - self.done) / rate if rate > 0 else 0.0
-        line = (f"{self.label}: {self.done:,}/{self.total:,} pairs "
-                f"({100 * self.done / self.total:.0f}%), {rate:,.0f} pairs/s, "
-                f"{'ETA %.0f s' % eta if self.done < self.total else '%.1f s' % elapsed}")
-        if self.tty:
-            self.stream.write("\r" + line + "\x1b[K" + end)
-        else:
-            self.stream.write(line + "\n")
-        self.stream.flush()
-
-    def close(self) -> None:
-        self._show(end="\n")

@@ -69,9 +69,11 @@ class Decoder:
         """inputs int32 [B, S] -> (ids int32 [B, K, L], scores float32 [B, K])."""
         return decode_padded(self.model, inputs, self.options)
 
-    def decode(self, sources: list[list[int]]):
+    def decode(self, sources: list[list[int]], progress=None):
         """Decodes id sequences (EOS included), returning for each input, in order,
-        a list of (ids without EOS, score): the best first, all K with return_beams."""
+        a list of (ids without EOS, score): the best first, all K with return_beams.
+
+        `progress`: an optional `t2t_lite.progress.Progress`, advanced per batch."""
         lengths = decode_policy.row_lengths(sources)
         order = sorted(range(len(sources)), key=lambda i: lengths[i])
         results = [None] * len(sources)
@@ -84,6 +86,10 @@ class Decoder:
             keep = self.options.beam_size if self.options.return_beams else 1
             for row, i in enumerate(chunk):
                 results[i] = [(strip_ids(ids[row, k]), float(scores[row, k])) for k in range(keep)]
+            if progress is not None:
+                progress.advance(len(chunk))
+        if progress is not None:
+            progress.close()
         return results
 
 
@@ -163,10 +169,14 @@ class SplitReport:
 
 
 def decode_split(problem, model, split: str, options: DecodeOptions,
-                 data_dir: str | None = None) -> SplitReport:
-    """Decodes every example of `split` and scores it with `problem.evaluate`."""
+                 data_dir: str | None = None, progress=None) -> SplitReport:
+    """Decodes every example of `split` and scores it with `problem.evaluate`.
+
+    `progress`: fn(total) -> a `t2t_lite.progress.Progress`, or None.
+    """
     examples = list(problem.examples(split, data_dir).as_numpy_iterator())
-    decoded = Decoder(model, options).decode([list(ex["inputs"]) for ex in examples])
+    decoded = Decoder(model, options).decode([list(ex["inputs"]) for ex in examples],
+                                             progress and progress(len(examples)))
     sources = [problem.decode_inputs(ex["inputs"]) for ex in examples]
     hypotheses = [problem.decode(best[0][0]) for best in decoded]
     references = [problem.decode(ex["targets"]) for ex in examples]
@@ -209,14 +219,15 @@ def encode_lines(problem, lines: list[str], max_length: int, warn=print) -> list
 
 
 def decode_lines(problem, model, lines: list[str], options: DecodeOptions,
-                 max_length: int, warn=print) -> list[list[tuple[str, float]]]:
+                 max_length: int, warn=print, progress=None) -> list[list[tuple[str, float]]]:
     """Decodes text lines; each result is [(text, score), ...], best first.
 
-    An empty input line gives [("", 0.0)].
+    An empty input line gives [("", 0.0)]. `progress`: as for `decode_split`.
     """
     sources = encode_lines(problem, lines, max_length, warn)
     nonempty = [i for i, ids in enumerate(sources) if ids]
-    decoded = Decoder(model, options).decode([sources[i] for i in nonempty])
+    decoded = Decoder(model, options).decode([sources[i] for i in nonempty],
+                                             progress and progress(len(nonempty)))
     results = [[("", 0.0)] for _ in sources]
     for i, beams in zip(nonempty, decoded):
         results[i] = [(problem.decode(ids), score) for ids, score in beams]

@@ -34,3 +34,75 @@ def test_plain_lines_or_a_bar(tiny_hparams, tmp_path, capsys):
     assert not [line for line in lines if line.startswith("step ")]  # The bar replaces them.
     out = capsys.readouterr().out
     assert "6/6" in out and "loss:" in out and "ktok/s:" in out and "lr:" in out
+
+
+class _Stream:
+    def __init__(self, tty):
+        self.text, self.tty = "", tty
+
+    def write(self, s):
+        self.text += s
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return self.tty
+
+
+def test_long_loops_report_rate_and_eta(monkeypatch):
+    from t2t_lite import progress as progress_module
+
+    clock = [100.0]
+    monkeypatch.setattr(progress_module.time, "time", lambda: clock[0])
+    stream = _Stream(tty=False)
+    progress = progress_module.Progress(stream, "decoding", 100, unit="sentences", quiet_for=3)
+    clock[0] += 1
+    progress.advance(10)
+    assert stream.text == ""  # Quick work shows nothing.
+    clock[0] += 4  # 5 s in, 40 done: 8 sentences/s, 60 left.
+    progress.advance(30)
+    assert stream.text == "decoding: 40/100 sentences (40%), 8 sentences/s, ETA 8 s\n"
+    clock[0] += 5
+    progress.advance(10)  # Off a terminal, at most a line every 10 s.
+    assert stream.text.count("\n") == 1
+    clock[0] += 10
+    progress.advance(50)
+    progress.close()
+    assert stream.text.splitlines()[-1] == "decoding: 100/100 sentences (100%), 5 sentences/s, 20.0 s"
+
+    tty = _Stream(tty=True)
+    quick = progress_module.Progress(tty, "decoding", 10, quiet_for=3)
+    quick.advance(10)
+    quick.close()
+    assert tty.text == ""  # Nothing at all for work under quiet_for.
+
+
+def test_decoder_shows_progress_on_long_decodes(monkeypatch, tmp_path, capsys):
+    """The decoder passes a Progress to the search loop, one advance per batch."""
+    from t2t_lite import decoding
+
+    calls = []
+
+    class Recorder:
+        def __init__(self, total):
+            calls.append(("total", total))
+
+        def advance(self, n):
+            calls.append(("advance", n))
+
+        def close(self):
+            calls.append(("close",))
+
+    class FakeDecoder(decoding.Decoder):
+        def _function(self, length):
+            return lambda batch: (tf.zeros([batch.shape[0], 1, 3], tf.int32),
+                                  tf.zeros([batch.shape[0], 1]))
+
+    monkeypatch.setattr(decoding, "Decoder", FakeDecoder)
+    problem = registry.problem("algorithmic_reverse")
+    results = decoding.decode_lines(problem, None, ["1 2", "", "3 4 5", "6"],
+                                    decoding.DecodeOptions(batch_size=2), 64,
+                                    progress=Recorder)
+    assert len(results) == 4
+    assert calls == [("total", 3), ("advance", 2), ("advance", 1), ("close",)]

@@ -44,11 +44,19 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
+def _progress(label):
+    """Progress on stderr (rate, ETA) for decodes that take more than a few seconds."""
+    from t2t_lite.progress import Progress
+
+    return lambda total: Progress(sys.stderr, label, total, unit="sentences", quiet_for=3.0)
+
+
 def _decode_split(args, problem, model, options):
     from t2t_lite import decoding
 
     start = time.time()
-    report = decoding.decode_split(problem, model, args.decode_split, options, args.data_dir)
+    report = decoding.decode_split(problem, model, args.decode_split, options, args.data_dir,
+                                   _progress("decoding " + args.decode_split))
     seconds = time.time() - start
     for source, hyp, ref in list(zip(report.sources, report.hypotheses, report.references))[
             :args.show]:
@@ -70,7 +78,8 @@ def _decode_lines(args, problem, model, hparams, options):
             lines = f.read().splitlines()
     references = decoding.read_references(args.reference, len(lines)) if args.reference \
         else None  # Checked before decoding.
-    results = decoding.decode_lines(problem, model, lines, options, hparams.max_length, warn)
+    results = decoding.decode_lines(problem, model, lines, options, hparams.max_length, warn,
+                                    _progress("decoding"))
     if args.return_beams:
         text = "\n".join("\t".join(f"{t}\t{s:.4f}" for t, s in beams) for beams in results)
     else:
