@@ -19,6 +19,11 @@ def _run(module, *args):
      "t2t_lite-trainer: error: unknown problem 'no_such_problem'"),
     ("t2t_lite.bin.avg_checkpoints", ["--output_dir=/nonexistent/run"],
      "t2t_lite-avg-checkpoints: error: "),
+    ("t2t_lite.bin.decoder", ["--output_dir=/nonexistent/run"], "t2t_lite-decoder: error: "),
+    ("t2t_lite.bin.exporter", ["--output_dir=/nonexistent/run", "--export_dir=/tmp/unused"],
+     "t2t_lite-exporter: error: "),
+    ("t2t_lite.bin.datagen", ["--problem=wmt_ende", "--data_dir=/tmp/unused",
+                              "--raw_dir=/nonexistent/raw"], "t2t_lite-datagen: error: "),
 ])
 def test_errors_are_one_line_without_tensorflow_noise(module, args, message):
     result = _run(module, *args)
@@ -28,3 +33,19 @@ def test_errors_are_one_line_without_tensorflow_noise(module, args, message):
     assert lines[0].startswith(message)
     for noise in ("absl", "cuInit", "cuda", "oneDNN", "I0000", "E0000", "Traceback"):
         assert noise not in result.stderr + result.stdout
+
+
+def test_filter_drops_only_startup_noise(capfd, monkeypatch):
+    """What the quiet start-up drops and keeps, and that -v switches TensorFlow's logs on."""
+    from t2t_lite.bin import common
+
+    with common._filtered_stderr():
+        os.write(2, b"WARNING: All log messages before absl::InitializeLog() is called are "
+                    b"written to STDERR\n")
+        os.write(2, b"E0000 00:00:1 cuda_platform.cc:52] failed call to cuInit: UNKNOWN\n")
+        os.write(2, b"a real problem\n")
+    assert capfd.readouterr().err == "a real problem\n"
+
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
+    common.start_tensorflow(verbose=True)
+    assert os.environ["TF_CPP_MIN_LOG_LEVEL"] == "0"

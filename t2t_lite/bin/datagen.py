@@ -54,6 +54,7 @@ def parse_args(argv=None):
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument("--tfds_dir", default=None,
                         help="tensorflow-datasets data_dir for downloads")
+    common.add_verbose_flag(parser)
     return parser.parse_args(argv)
 
 
@@ -73,7 +74,7 @@ def main(argv=None) -> int:
                                    log=lambda line: print(line, file=sys.stderr, flush=True))
         print(datagen.format_summary(summary))
 
-    return common.run("t2t_lite-datagen", run)
+    return common.run("t2t_lite-datagen", run, args.verbose)
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ def parse_args(argv=None):
     parser.add_argument("--reference", default=None,
                         help="reference file (one line per input line): print the problem's "
                         "metrics, e.g. sacreBLEU and the paper's tokenized BLEU")
+    common.add_verbose_flag(parser)
     return parser.parse_args(argv)
 
 
@@ -118,7 +119,7 @@ def main(argv=None) -> int:
         except MetricError as e:  # A metric that cannot score this output: one line.
             raise ProblemError(str(e)) from None
 
-    return common.run("t2t_lite-decoder", run)
+    return common.run("t2t_lite-decoder", run, args.verbose)
 
 
 if __name__ == "__main__":

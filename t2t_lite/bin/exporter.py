@@ -32,6 +32,7 @@ def parse_args(argv=None):
     parser.add_argument("--beam_size", type=int, default=None)
     parser.add_argument("--alpha", type=float, default=None)
     parser.add_argument("--extra_length", type=int, default=None)
+    common.add_verbose_flag(parser)
     return parser.parse_args(argv)
 
 
@@ -61,7 +62,7 @@ def main(argv=None) -> int:
         print(result.path)
         return 0
 
-    return common.run("t2t_lite-exporter", run)
+    return common.run("t2t_lite-exporter", run, args.verbose)
 
 
 if __name__ == "__main__":
