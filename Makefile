@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_DIR ?= demo_out
 
-.PHONY: install demo test test-slow test-all clean
+.PHONY: install demo pictures test test-slow test-all clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,25 @@ demo: install
 	    --save_checkpoints_steps=50 --keep_checkpoint_max=5 --output_dir=$(DEMO_DIR)
 	$(BIN)/t2t_lite-avg-checkpoints --output_dir=$(DEMO_DIR) --last=5
 	$(BIN)/t2t_lite-decoder --output_dir=$(DEMO_DIR) --checkpoint=averaged --batch_size=250
+
+# The README's pictures from the demo model (runs `make demo` first if
+# $(DEMO_DIR) has no checkpoint): training curves, the attention grid (PNG), the
+# attention page (HTML) and a headless-Chromium screenshot of it (Debian: apt-get
+# install chromium).
+PICTURES ?= docs/images
+PICTURE_INPUT ?= 3 1 4 1 5 9 2 6 5 3 5 8
+CHROMIUM ?= chromium
+pictures: install
+	test -e $(DEMO_DIR)/checkpoint || $(MAKE) demo
+	mkdir -p $(PICTURES)
+	$(BIN)/t2t_lite-plot --output_dir=$(DEMO_DIR) --output_file=$(PICTURES)/curves.png
+	$(BIN)/t2t_lite-visualize --output_dir=$(DEMO_DIR) --checkpoint=averaged \
+	    --input="$(PICTURE_INPUT)" --output_file=$(PICTURES)/attention.png
+	$(BIN)/t2t_lite-visualize --output_dir=$(DEMO_DIR) --checkpoint=averaged \
+	    --input="$(PICTURE_INPUT)" --output_file=$(PICTURES)/attention.html
+	$(CHROMIUM) --headless --no-sandbox --disable-gpu --hide-scrollbars \
+	    --window-size=1000,520 --screenshot=$(PICTURES)/attention_html.png \
+	    "file://$(CURDIR)/$(PICTURES)/attention.html?kind=cross&layer=1&head=0&hover=3" 2>/dev/null
 
 test: install
 	$(BIN)/python -m pytest -q -m "not slow" tests

@@ -36,6 +36,7 @@ setup(
         "sacrebleu>=2.4,<3",
         "sentencepiece>=0.2",
         "numpy",
+        "matplotlib>=3.7",  # t2t_lite-visualize, t2t_lite-plot (Agg backend, no display).
     ],
     extras_require={"test": ["pytest>=8"]},
     entry_points={
@@ -46,6 +47,8 @@ setup(
             "t2t_lite-bleu=t2t_lite.metrics.bleu:main",
             "t2t_lite-avg-checkpoints=t2t_lite.bin.avg_checkpoints:main",
             "t2t_lite-exporter=t2t_lite.bin.exporter:main",
+            "t2t_lite-visualize=t2t_lite.bin.visualize:main",
+            "t2t_lite-plot=t2t_lite.bin.plot:main",
         ],
     },
 )

@@ -24,6 +24,12 @@ checkpoints, averaging, decoding and export work with it unchanged
 - `grow_self_cache(self_cache, length)`: the self_cache padded to room for
   `length` positions (decoding grows it 16, 32, ..., L).
 
+Optional, for pictures (`t2t_lite-visualize`): `attention_weights(features)` ->
+{"encoder": [B, H, S, S] per layer, "decoder": [B, H, T, T] per layer,
+"cross": [B, H, T, S] per layer}, the softmax weights of the model's own
+forward pass; `Transformer.call(features, return_attention_scores=True)` gives
+them with the logits.
+
 Decoding (`t2t_lite.decoding.search`) only uses this interface: it repeats the
 cross_cache leaves for the K beams, and beam search reorders the self_cache
 leaves along their first dimension. Checkpoints name weights by their Keras
@@ -179,35 +185,79 @@ class Transformer(keras.Model):
         x = x + ops.expand_dims(self.position(x, start_index=start_index), 0)
         return dropout(x, training=training)
 
-    def encode(self, inputs, training=None):
-        """inputs int [B, S] -> (encoder output [B, S, D], bool mask [B, 1, S])."""
+    def encode(self, inputs, training=None, return_attention_scores=False):
+        """inputs int [B, S] -> (encoder output [B, S, D], bool mask [B, 1, S]).
+
+        With `return_attention_scores`, a third element: the self-attention
+        weights float32 [B, H, S, S] of each encoder layer.
+        """
         input_mask = ops.expand_dims(ops.not_equal(inputs, PAD_ID), 1)
         x = self._embed(inputs, self.source_embedding, self.source_dropout, training)
+        scores = []
         for layer in self.encoder_layers:
-            x = layer(x, attention_mask=input_mask, training=training)
+            x = layer(x, attention_mask=input_mask, training=training,
+                      return_attention_scores=return_attention_scores)
+            if return_attention_scores:
+                x, weights = x
+                scores.append(weights)
         if self.layer_config.normalize_before:
             x = self.encoder_norm(x)
-        return x, input_mask
+        return (x, input_mask, scores) if return_attention_scores else (x, input_mask)
 
     def _logits(self, x):
         if self.layer_config.normalize_before:
             x = self.decoder_norm(x)
         return self.softmax_embedding.project(x)
 
-    def decode(self, decoder_inputs, encoder_output, input_mask, training=None):
-        """Teacher-forced decoder: ids [B, T] -> float32 logits [B, T, V]."""
+    def decode(self, decoder_inputs, encoder_output, input_mask, training=None,
+               return_attention_scores=False):
+        """Teacher-forced decoder: ids [B, T] -> float32 logits [B, T, V].
+
+        With `return_attention_scores`: (logits, {"decoder": self-attention
+        weights [B, H, T, T] per layer, "cross": encoder-decoder weights
+        [B, H, T, S] per layer}), all float32.
+        """
         x = self._embed(decoder_inputs, self.target_embedding, self.target_dropout, training)
         self_mask = causal_mask(ops.shape(decoder_inputs)[1])
+        scores = {"decoder": [], "cross": []}
         for layer in self.decoder_layers:
             x = layer(x, encoder_output, self_attention_mask=self_mask,
-                      cross_attention_mask=input_mask, training=training)
-        return self._logits(x)
+                      cross_attention_mask=input_mask, training=training,
+                      return_attention_scores=return_attention_scores)
+            if return_attention_scores:
+                x, weights = x
+                scores["decoder"].append(weights["self"])
+                scores["cross"].append(weights["cross"])
+        logits = self._logits(x)
+        return (logits, scores) if return_attention_scores else logits
 
-    def call(self, features, training=None):
-        """features {"inputs": [B, S], "targets": [B, T]} -> float32 logits [B, T, V]."""
-        encoder_output, input_mask = self.encode(features["inputs"], training=training)
+    def call(self, features, training=None, return_attention_scores=False):
+        """features {"inputs": [B, S], "targets": [B, T]} -> float32 logits [B, T, V].
+
+        With `return_attention_scores`: (logits, the dict of `attention_weights`).
+        """
+        encoded = self.encode(features["inputs"], training=training,
+                              return_attention_scores=return_attention_scores)
         decoder_inputs = shift_right(features["targets"])
-        return self.decode(decoder_inputs, encoder_output, input_mask, training=training)
+        decoded = self.decode(decoder_inputs, encoded[0], encoded[1], training=training,
+                              return_attention_scores=return_attention_scores)
+        if not return_attention_scores:
+            return decoded
+        logits, scores = decoded
+        return logits, {"encoder": encoded[2], **scores}
+
+    def attention_weights(self, features):
+        """The attention weights of the teacher-forced forward pass (inference mode).
+
+        Args:
+          features: {"inputs": int [B, S], "targets": int [B, T]}, as for `call`.
+
+        Returns:
+          {"encoder": [B, H, S, S], "decoder": [B, H, T, T], "cross": [B, H, T, S]}:
+          one float32 tensor per layer for each kind; rows sum to 1 and masked
+          (padding, future) positions are 0 (rows of padding queries excepted).
+        """
+        return self(features, training=False, return_attention_scores=True)[1]
 
     def init_cache(self, inputs, max_decode_length):
         """Encodes `inputs` int32 [B, S] for cached decoding.

@@ -17,6 +17,10 @@ hidden state:
   returned; positions after `cache_index` must be masked by the caller.
 - `cache` without `cache_index`: encoder-decoder attention, keys and values were
   computed once from the encoder output (`compute_cache`).
+
+`return_attention_scores=True` also returns the softmax weights [B, H, T, S]
+(float32, before attention dropout) that this call multiplied the values with,
+for pictures (`t2t_lite.visualize`); the output itself is unchanged.
 """
 
 from __future__ import annotations
@@ -93,16 +97,19 @@ class MultiHeadAttention(keras.layers.Layer):
         }
 
     def call(self, query, value=None, *, attention_mask=None, cache=None,
-             cache_index=None, training=None):
+             cache_index=None, training=None, return_attention_scores=False):
         """Attends from `query` [B, T, D] to `value` [B, S, D].
 
         Args:
           attention_mask: bool, broadcastable to [B, T, S]; True = may attend.
           cache: see the module docstring.
           cache_index: int32 scalar, the position written in a self-attention cache.
+          return_attention_scores: also return the attention weights.
 
         Returns:
-          [B, T, D], or ([B, T, D], updated cache) when `cache` is given.
+          [B, T, D], or ([B, T, D], updated cache) when `cache` is given; with
+          `return_attention_scores`, the float32 weights [B, H, T, S] are appended
+          as the last element of a tuple.
         """
         q = self._split_heads(self.query_dense(query), self.key_dim)
         if cache is None:
@@ -123,16 +130,17 @@ class MultiHeadAttention(keras.layers.Layer):
         if attention_mask is not None:
             mask = ops.expand_dims(ops.cast(attention_mask, "bool"), axis=1)
             scores = ops.where(mask, scores, NEG_INF)
-        weights = ops.softmax(scores, axis=-1)
-        weights = self.dropout(ops.cast(weights, q.dtype), training=training)
+        probabilities = ops.softmax(scores, axis=-1)  # float32 [B, H, T, S]
+        weights = self.dropout(ops.cast(probabilities, q.dtype), training=training)
         context = ops.einsum("bhts,bhsd->bhtd", weights, kv["value"])  # [B, H, T, d_v]
         context = ops.transpose(context, (0, 2, 1, 3))  # [B, T, H, d_v]
         shape = ops.shape(context)
         context = ops.reshape(context, (shape[0], shape[1], self.num_heads * self.value_dim))
         output = self.output_dense(context)
-        if cache is None:
-            return output
-        return output, kv
+        result = (output,) if cache is None else (output, kv)
+        if return_attention_scores:
+            result += (probabilities,)
+        return result[0] if len(result) == 1 else result
 
     def compute_output_shape(self, query_shape, value_shape=None):
         return tuple(query_shape[:-1]) + (self.d_model,)

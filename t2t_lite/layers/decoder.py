@@ -51,7 +51,8 @@ class DecoderLayer(ResidualMixin, keras.layers.Layer):
         return self.cross_attention.compute_cache(encoder_output)
 
     def call(self, x, encoder_output=None, *, self_attention_mask=None,
-             cross_attention_mask=None, cache=None, cache_index=None, training=None):
+             cross_attention_mask=None, cache=None, cache_index=None, training=None,
+             return_attention_scores=False):
         """Teacher-forced ([B, T, D]) or one cached step ([B, 1, D]).
 
         Args:
@@ -60,30 +61,37 @@ class DecoderLayer(ResidualMixin, keras.layers.Layer):
           self_attention_mask: bool [B or 1, T, T or L] (causal, and cache validity).
           cross_attention_mask: bool [B, 1, S] (source padding).
           cache, cache_index: see the module docstring.
+          return_attention_scores: also return {"self": float32 [B, H, T, T or L],
+            "cross": float32 [B, H, T, S]}, the weights of both attentions.
 
         Returns:
-          [B, T, D], or ([B, T, D], updated cache) when `cache` is given.
+          [B, T, D], or ([B, T, D], updated cache) when `cache` is given; with
+          `return_attention_scores`, the weights dict is appended to the tuple.
         """
-        new_cache = {}
+        new_cache, scores = {}, {}
+
+        def attend(kind, attention, *args, **kwargs):
+            result = attention(*args, training=training,
+                               return_attention_scores=return_attention_scores, **kwargs)
+            if return_attention_scores:
+                *result, scores[kind] = result
+                result = result[0] if len(result) == 1 else tuple(result)
+            if cache is None:
+                return result
+            out, new_cache[kind] = result
+            return out
 
         def self_attention(y):
-            if cache is None:
-                return self.self_attention(
-                    y, attention_mask=self_attention_mask, training=training)
-            out, new_cache["self"] = self.self_attention(
-                y, attention_mask=self_attention_mask, cache=cache["self"],
-                cache_index=cache_index, training=training)
-            return out
+            cached = {} if cache is None else dict(cache=cache["self"], cache_index=cache_index)
+            return attend("self", self.self_attention, y,
+                          attention_mask=self_attention_mask, **cached)
 
         def cross_attention(y):
             if cache is None:
-                return self.cross_attention(
-                    y, encoder_output, attention_mask=cross_attention_mask,
-                    training=training)
-            out, new_cache["cross"] = self.cross_attention(
-                y, attention_mask=cross_attention_mask, cache=cache["cross"],
-                training=training)
-            return out
+                return attend("cross", self.cross_attention, y, encoder_output,
+                              attention_mask=cross_attention_mask)
+            return attend("cross", self.cross_attention, y,
+                          attention_mask=cross_attention_mask, cache=cache["cross"])
 
         x = self._residual(x, self_attention, self.self_attention_norm,
                            self.self_attention_dropout, training)
@@ -91,9 +99,10 @@ class DecoderLayer(ResidualMixin, keras.layers.Layer):
                            self.cross_attention_dropout, training)
         x = self._residual(x, lambda y: self.feed_forward(y, training=training),
                            self.feed_forward_norm, self.feed_forward_dropout, training)
-        if cache is None:
-            return x
-        return x, new_cache
+        result = (x,) if cache is None else (x, new_cache)
+        if return_attention_scores:
+            result += (scores,)
+        return result[0] if len(result) == 1 else result
 
     def compute_output_shape(self, x_shape, encoder_output_shape=None):
         return x_shape

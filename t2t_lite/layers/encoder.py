@@ -92,17 +92,30 @@ class EncoderLayer(ResidualMixin, keras.layers.Layer):
         self.feed_forward_dropout = self._make_dropout("feed_forward_dropout")
         self.built = True
 
-    def call(self, x, *, attention_mask=None, training=None):
-        """x [B, S, D]; attention_mask bool [B, 1, S] (padding) -> [B, S, D]."""
+    def call(self, x, *, attention_mask=None, training=None, return_attention_scores=False):
+        """x [B, S, D]; attention_mask bool [B, 1, S] (padding) -> [B, S, D].
+
+        With `return_attention_scores`: ([B, S, D], self-attention weights
+        float32 [B, H, S, S]).
+        """
+        scores = []
+
+        def self_attention(y):
+            if not return_attention_scores:
+                return self.self_attention(y, attention_mask=attention_mask, training=training)
+            out, weights = self.self_attention(
+                y, attention_mask=attention_mask, training=training,
+                return_attention_scores=True)
+            scores.append(weights)
+            return out
+
+        x = self._residual(x, self_attention, self.self_attention_norm,
+                           self.self_attention_dropout, training)
         x = self._residual(
-            x,
-            lambda y: self.self_attention(y, attention_mask=attention_mask, training=training),
-            self.self_attention_norm, self.self_attention_dropout, training,
-        )
-        return self._residual(
             x, lambda y: self.feed_forward(y, training=training),
             self.feed_forward_norm, self.feed_forward_dropout, training,
         )
+        return (x, scores[0]) if return_attention_scores else x
 
     def compute_output_shape(self, input_shape):
         return input_shape
