@@ -99,7 +99,8 @@ class AlgorithmicProblem(Problem):
     def encode(self, text: str) -> list[int]:
         ids = []
         for token in text.split():
-            if not token.isdigit() or int(token) >= self.num_symbols:
+            # ASCII digits only: "²".isdigit() is True but int("²") fails.
+            if not (token.isascii() and token.isdigit()) or int(token) >= self.num_symbols:
                 raise ProblemError(
                     f"{self.name}: {token!r} is not a symbol; write space-separated "
                     f"integers in 0..{self.num_symbols - 1}"

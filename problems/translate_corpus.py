@@ -20,6 +20,7 @@ import glob
 import gzip
 import os
 import socket
+import zlib
 from typing import Iterator
 
 from t2t_lite.problems.base import ProblemError
@@ -33,14 +34,17 @@ def _open(path: str):
 
 def _bad_utf8(path: str) -> str:
     """The message for the first invalid UTF-8 line of `path`."""
-    with _open(path) as f:
-        for number, line in enumerate(f, 1):
-            try:
-                line.decode("utf-8")
-            except UnicodeDecodeError as e:
-                return (f"{path}, line {number}: invalid UTF-8 (byte 0x{line[e.start]:02x} at "
-                        f"byte {e.start + 1} of the line); t2t_lite reads UTF-8 only: convert "
-                        "the file (e.g. iconv -f latin1 -t utf-8) and rerun")
+    try:
+        with _open(path) as f:
+            for number, line in enumerate(f, 1):
+                try:
+                    line.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    return (f"{path}, line {number}: invalid UTF-8 (byte 0x{line[e.start]:02x} "
+                            f"at byte {e.start + 1} of the line); t2t_lite reads UTF-8 only: "
+                            "convert the file (e.g. iconv -f latin1 -t utf-8) and rerun")
+    except (OSError, EOFError, zlib.error) as e:
+        return f"{path}: cannot read it ({e})"
     return f"{path}: invalid UTF-8 at the end of the file; convert it to UTF-8 and rerun"
 
 
@@ -61,7 +65,7 @@ def count_lines(path: str) -> int:
             decoder.decode(b"", final=True)
     except UnicodeDecodeError:
         raise ProblemError(_bad_utf8(path)) from None
-    except (OSError, EOFError) as e:
+    except (OSError, EOFError, zlib.error) as e:  # zlib.error: a damaged .gz body.
         raise ProblemError(f"{path}: cannot read it ({e})") from None
     return lines + (last != b"\n")
 

@@ -18,6 +18,7 @@ import tensorflow as tf
 from t2t_lite import run_dir
 from t2t_lite.checkpoints import (
     AVERAGED_DIR, CheckpointError, build_run_model, checkpoint_path, list_checkpoints,
+    remove_staging,
     weight_keys, write_weights_dir,
 )
 
@@ -59,7 +60,11 @@ def _read(path: str, keys: dict) -> dict[str, np.ndarray]:
 
 
 def average(output_dir: str, paths: list[str]) -> str:
-    """Averages the model weights of `paths` into `output_dir/averaged/`; returns its prefix."""
+    """Averages the model weights of `paths` into `output_dir/averaged/`; returns its prefix.
+
+    First removes the staging folders a killed earlier run left (`.averaged-tmp-*`).
+    """
+    remove_staging(output_dir, AVERAGED_DIR)
     hparams, info = run_dir.read_run(output_dir)
     model = build_run_model(hparams, info)
     keys = weight_keys(model)

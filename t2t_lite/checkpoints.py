@@ -8,8 +8,10 @@ its model with `build_model`: the class registered as `hparams.model`.
 
 from __future__ import annotations
 
+import glob
 import json
 import os
+import re
 import shutil
 import tempfile
 
@@ -19,6 +21,7 @@ from t2t_lite import registry, run_dir
 
 
 AVERAGED_DIR = "averaged"  # t2t_lite-avg-checkpoints writes OUTPUT_DIR/averaged/ckpt.
+UNREADABLE_DIR = "unreadable"  # The trainer moves checkpoints it cannot read here.
 
 
 class CheckpointError(ValueError):
@@ -175,3 +178,78 @@ def write_weights_dir(model, directory: str, record: dict, record_file: str) -> 
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return os.path.join(directory, "ckpt")
+
+
+def remove_staging(directory: str, base: str) -> list[str]:
+    """Removes what a killed `write_weights_dir(directory/base)` left: `.BASE-tmp-*`, `.BASE-old-*`.
+
+    A kill between its two renames leaves the old `base/` only inside
+    `.BASE-old-*`; it is moved back when `base/` is missing. Returns what was removed.
+    """
+    final = os.path.join(directory, base)
+    removed = []
+    for kind in ("old", "tmp"):
+        for stale in sorted(glob.glob(os.path.join(glob.escape(directory), f".{base}-{kind}-*"))):
+            inner = os.path.join(stale, base)
+            if kind == "old" and os.path.isdir(inner) and not os.path.exists(final):
+                os.replace(inner, final)
+            shutil.rmtree(stale, ignore_errors=True)
+            removed.append(stale)
+    return removed
+
+
+def remove_save_temporaries(output_dir: str) -> list[str]:
+    """Removes the `ckpt-N_temp` folders TensorFlow leaves when a save is killed."""
+    stale = [path for path in glob.glob(os.path.join(glob.escape(output_dir), "ckpt-*_temp"))
+             if re.fullmatch(r"ckpt-\d+_temp", os.path.basename(path))]
+    for path in stale:
+        shutil.rmtree(path, ignore_errors=True)
+    return stale
+
+
+def restore_newest_readable(checkpoint, make_manager, output_dir: str, warn=print):
+    """Restores the newest checkpoint that reads back; returns (manager, its path or None).
+
+    An unreadable checkpoint (truncated, corrupted) is reported with a warning
+    and moved to `OUTPUT_DIR/unreadable/` (kept for inspection, no longer
+    listed), and the one before it is tried.
+
+    Args:
+      checkpoint: the `tf.train.Checkpoint` to restore into.
+      make_manager: fn() -> the run's `tf.train.CheckpointManager` (rebuilt after a move).
+
+    Raises:
+      CheckpointError: checkpoints exist but none reads back.
+    """
+    from tensorflow.python.checkpoint import checkpoint_management
+
+    manager = make_manager()
+    listed = list(manager.checkpoints)
+    unreadable = []
+    for path in reversed(listed):
+        try:
+            checkpoint.restore(path).assert_existing_objects_matched()
+            break
+        except (tf.errors.OpError, ValueError, IndexError, AssertionError) as e:
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+            warn(f"warning: checkpoint {path} is unreadable ({first}); trying the one before it")
+            unreadable.append(path)
+    else:
+        if listed:
+            raise CheckpointError(
+                f"no readable checkpoint in {output_dir} ({', '.join(map(os.path.basename, listed))}"
+                " all fail to read); move them away to start over, or use another --output_dir")
+        return manager, None
+    if not unreadable:
+        return manager, path
+    aside = os.path.join(output_dir, UNREADABLE_DIR)
+    os.makedirs(aside, exist_ok=True)
+    for bad in unreadable:
+        for name in glob.glob(glob.escape(bad) + ".*"):
+            os.replace(name, os.path.join(aside, os.path.basename(name)))
+    good = listed[:len(listed) - len(unreadable)]
+    checkpoint_management.update_checkpoint_state_internal(
+        output_dir, good[-1], good, save_relative_paths=True)
+    warn(f"warning: moved {len(unreadable)} unreadable checkpoint(s) to {aside}; "
+         f"resuming from {path}")
+    return make_manager(), path

@@ -21,8 +21,9 @@ import keras
 import tensorflow as tf
 
 from t2t_lite import data, run_dir
+from t2t_lite import checkpoints as checkpoint_files
 from t2t_lite.checkpoints import build_model, model_weights, write_weights_dir
-from t2t_lite.evaluation import BEST_FILE, DevEvaluator, DevResult, EvalOptions
+from t2t_lite.evaluation import BEST_DIR, BEST_FILE, DevEvaluator, DevResult, EvalOptions
 from t2t_lite.schedules import TransformerSchedule, paper_learning_rate
 from t2t_lite.train_step import StepRunner
 
@@ -167,13 +168,16 @@ def train(problem, hparams, output_dir: str, data_dir: str | None = None,
     iterator = iter(batches)
     checkpoint = tf.train.Checkpoint(
         model=model_weights(model), optimizer=optimizer, data=iterator)
-    manager = tf.train.CheckpointManager(
-        checkpoint, output_dir, max_to_keep=options.keep_checkpoint_max,
-        checkpoint_name="ckpt", step_counter=optimizer.iterations,
-    )
-    if manager.latest_checkpoint:
-        checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
-        log(f"resumed from {manager.latest_checkpoint} at step {int(optimizer.iterations.numpy())}")
+    # What a killed run left half-written: TensorFlow's save folders, best/'s staging.
+    checkpoint_files.remove_save_temporaries(output_dir)
+    checkpoint_files.remove_staging(output_dir, BEST_DIR)
+    manager, restored = checkpoint_files.restore_newest_readable(
+        checkpoint, lambda: tf.train.CheckpointManager(
+            checkpoint, output_dir, max_to_keep=options.keep_checkpoint_max,
+            checkpoint_name="ckpt", step_counter=optimizer.iterations),
+        output_dir, log)
+    if restored:
+        log(f"resumed from {restored} at step {int(optimizer.iterations.numpy())}")
     runner = StepRunner(model, optimizer, strategy, hparams.label_smoothing,
                         hparams.accum_steps, options.jit_compile)
     log(f"training {problem.name} with {model.count_params():,} parameters on "

@@ -68,15 +68,28 @@ def _decode_split(args, problem, model, options):
         print(score.line)
 
 
+def _remove_stale_temporaries(path):
+    """Deletes the `.NAME.tmp-*` a killed earlier decode to `path` left beside it."""
+    import glob
+    import os
+
+    from t2t_lite.atomic import temporaries
+
+    directory, name = os.path.split(os.path.abspath(path))
+    for stale in temporaries(directory, glob.escape(name)):
+        os.remove(stale)
+
+
 def _decode_lines(args, problem, model, hparams, options):
     from t2t_lite import decoding, run_dir
 
     warn = lambda message: print(f"warning: {message}", file=sys.stderr)  # noqa: E731
     if args.decode_interactive:
-        lines = sys.stdin.read().splitlines()
+        stdin = getattr(sys.stdin, "buffer", None)  # Bytes, so bad UTF-8 is named.
+        data = stdin.read() if stdin is not None else sys.stdin.read().encode("utf-8")
+        lines = decoding.split_source_text(data, "standard input")
     else:
-        with open(args.decode_from_file, encoding="utf-8") as f:
-            lines = f.read().splitlines()
+        lines = decoding.read_source_lines(args.decode_from_file)
     references = decoding.read_references(args.reference, len(lines)) if args.reference \
         else None  # Checked before decoding.
     results = decoding.decode_lines(problem, model, lines, options, hparams.max_length, warn,
@@ -86,7 +99,14 @@ def _decode_lines(args, problem, model, hparams, options):
     else:
         text = "\n".join(beams[0][0] for beams in results)
     if args.decode_to_file:
-        run_dir.atomic_write_text(args.decode_to_file, text + "\n" if results else "")
+        _remove_stale_temporaries(args.decode_to_file)
+        try:  # Atomic: a full disk or a kill leaves the old file or none, never half.
+            run_dir.atomic_write_text(args.decode_to_file, text + "\n" if results else "")
+        except OSError as e:
+            from t2t_lite.text_encoder import DataError
+
+            raise DataError(f"cannot write {args.decode_to_file}: {e.strerror or e}; "
+                            "nothing was written under that name") from None
         print(f"wrote {len(results)} lines to {args.decode_to_file}", file=sys.stderr)
     else:
         print(text)

@@ -1,0 +1,199 @@
+"""Kills and full disks while writing: nothing partial under a final name, reruns clean up.
+
+Covers the averaged checkpoint (SIGKILL and ENOSPC), shards (ENOSPC, and SIGKILL
+during datagen), and the decoder's --decode_to_file (ENOSPC, SIGKILL).
+"""
+
+import errno
+import glob
+import hashlib
+import os
+import random
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from conftest import data_file
+from fault_helpers import processes, trainer_command, wait_for  # noqa: F401 (fixture)
+
+from t2t_lite import averaging, checkpoints, shards
+from t2t_lite.bin import decoder
+
+ENOSPC = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("run")
+    done = subprocess.run(trainer_command(out, 12, "--save_checkpoints_steps=3"),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return str(out)
+
+
+def _staging(out):
+    return glob.glob(os.path.join(out, ".averaged-*"))
+
+
+def _avg_command(out):
+    return [sys.executable, "-m", "t2t_lite.bin.avg_checkpoints", f"--output_dir={out}",
+            "--last=4"]
+
+
+@pytest.mark.slow
+def test_sigkill_during_averaging_then_rerun_cleans(run, processes):
+    rng = random.Random(15)
+    for _ in range(3):
+        process = processes.start(_avg_command(run))
+        wait_for(lambda: _staging(run) or process.poll() is not None, timeout=120,
+                 interval=0.001)
+        wait_for(lambda: process.poll() is not None, timeout=rng.uniform(0, 0.05))
+        processes.kill(process)
+        if os.path.exists(os.path.join(run, "averaged")):  # Whole, or not there at all.
+            checkpoints.load_model(run, "averaged")
+    averaging.average(run, [os.path.join(run, f"ckpt-{s}") for s in (3, 6, 9, 12)])
+    assert not _staging(run)  # The next run removed what the killed ones left.
+    checkpoints.load_model(run, "averaged")
+
+
+@pytest.mark.slow
+def test_full_disk_while_averaging_keeps_the_old_averaged(run, monkeypatch):
+    averaging.average(run, [os.path.join(run, "ckpt-12")])
+    before = _tree_hash(os.path.join(run, "averaged"))
+
+    def full(*args, **kwargs):
+        raise ENOSPC
+
+    monkeypatch.setattr(tf.train.Checkpoint, "write", full)
+    with pytest.raises(OSError, match="No space left"):
+        averaging.average(run, [os.path.join(run, "ckpt-9"), os.path.join(run, "ckpt-12")])
+    monkeypatch.undo()
+    original = os.replace
+    calls = []
+
+    def replace_fails_second(src, dst):  # Old averaged/ moved aside, then the disk fails.
+        calls.append(dst)
+        if len(calls) == 2:
+            raise ENOSPC
+        return original(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace_fails_second)
+    with pytest.raises(OSError):
+        averaging.average(run, [os.path.join(run, "ckpt-9"), os.path.join(run, "ckpt-12")])
+    monkeypatch.undo()
+    averaging.remove_staging(run, "averaged")  # What the next run does first.
+    assert _tree_hash(os.path.join(run, "averaged")) == before and not _staging(run)
+
+
+def _tree_hash(directory):
+    return {name: hashlib.sha256(open(os.path.join(directory, name), "rb").read()).hexdigest()
+            for name in sorted(os.listdir(directory))}
+
+
+@pytest.mark.slow
+def test_full_disk_while_writing_a_shard(tmp_path, monkeypatch):
+    original = tf.io.TFRecordWriter.write
+    count = [0]
+
+    def write(self, record):
+        count[0] += 1
+        if count[0] > 3:
+            raise ENOSPC
+        return original(self, record)
+
+    monkeypatch.setattr(tf.io.TFRecordWriter, "write", write)
+    path = str(tmp_path / "p-train-00000-of-00001")
+    with pytest.raises(OSError):
+        shards.write_records(path, [shards.example_bytes([3, 1], [4, 1])] * 10)
+    assert os.listdir(tmp_path) == []  # No shard, no temporary.
+
+
+@pytest.fixture(scope="module")
+def big_input(tmp_path_factory):
+    path = tmp_path_factory.mktemp("input") / "in.txt"
+    rng = random.Random(3)
+    path.write_text("\n".join(" ".join(str(rng.randrange(10)) for _ in range(rng.randrange(1, 20)))
+                              for _ in range(3000)) + "\n")
+    return path
+
+
+@pytest.mark.slow
+def test_full_disk_while_writing_the_decode(run, big_input, tmp_path, monkeypatch, capsys):
+    target = tmp_path / "out.txt"
+    target.write_text("old\n")
+
+    def fsync(fd):
+        raise ENOSPC
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    code = decoder.main([f"--output_dir={run}", "--decode_from_file=" + str(big_input),
+                         f"--decode_to_file={target}", "--beam_size=1", "--batch_size=500"])
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == f"t2t_lite-decoder: error: cannot write {target}: No space left on device;" \
+        " nothing was written under that name"
+    assert target.read_text() == "old\n" and os.listdir(tmp_path) == ["out.txt"]
+
+
+@pytest.mark.slow
+def test_sigkill_while_decoding_to_a_file(run, big_input, tmp_path, processes):
+    target = tmp_path / "out.txt"
+    command = [sys.executable, "-m", "t2t_lite.bin.decoder", f"--output_dir={run}",
+               f"--decode_from_file={big_input}", f"--decode_to_file={target}",
+               "--beam_size=1", "--batch_size=500"]
+    rng = random.Random(15)
+    for _ in range(2):
+        process = processes.start(command)
+        wait_for(lambda: process.poll() is not None, timeout=rng.uniform(4.0, 12.0))
+        processes.kill(process)
+        assert not target.exists() or target.read_bytes().count(b"\n") == 3000
+    # A stale temporary as a kill during the write leaves it; the rerun removes it.
+    (tmp_path / ".out.txt.tmp-killed").write_text("half")
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert target.read_bytes().count(b"\n") == 3000 and os.listdir(tmp_path) == ["out.txt"]
+
+
+@pytest.mark.slow
+def test_sigkill_during_datagen_then_rerun_matches_a_clean_run(tmp_path, processes):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    for lang in ("en", "de"):
+        with open(data_file("wmt14", f"newstest2013.{lang}", lines=2400), encoding="utf-8") as f:
+            lines = f.read().split("\n")[:2400]
+        for split, (a, b) in {"train": (0, 2000), "dev": (2000, 2200),
+                              "test": (2200, 2400)}.items():
+            (raw / f"{split}.{lang}").write_text("\n".join(lines[a:b]) + "\n", encoding="utf-8")
+
+    def command(data_dir):
+        return [sys.executable, "-m", "t2t_lite.bin.datagen", "--problem=translate_files",
+                f"--data_dir={data_dir}", f"--raw_dir={raw}", "--vocab_size=800",
+                "--shard_size=100"]
+
+    clean = subprocess.run(command(tmp_path / "clean"), capture_output=True, text=True,
+                           timeout=600)
+    assert clean.returncode == 0, clean.stderr
+    data_dir = tmp_path / "data"
+    rng = random.Random(15)
+    for _ in range(3):
+        process = processes.start(command(data_dir))
+        wait_for(lambda: process.poll() is not None, timeout=rng.uniform(3.0, 10.0))
+        processes.kill(process)
+        for path in shards.shard_files(str(data_dir), "translate_files", "train")[0]:
+            assert sum(1 for _ in tf.data.TFRecordDataset(path)) == 100  # Whole shards only.
+    done = subprocess.run(command(data_dir), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert not [n for n in os.listdir(data_dir) if n.startswith(".")]
+    assert _tree_hash(str(data_dir)) == _tree_hash(str(tmp_path / "clean"))
+
+
+@pytest.mark.slow
+def test_averaged_after_kills_equals_a_fresh_average(run):
+    path = averaging.average(run, [os.path.join(run, "ckpt-12")] * 2)
+    reader = tf.train.load_checkpoint(path)
+    other = tf.train.load_checkpoint(os.path.join(run, "ckpt-12"))
+    for key in reader.get_variable_to_shape_map():
+        if key.startswith("model/"):
+            np.testing.assert_array_equal(reader.get_tensor(key), other.get_tensor(key))
