@@ -49,6 +49,7 @@ setup(
             "t2t_lite-exporter=t2t_lite.bin.exporter:main",
             "t2t_lite-visualize=t2t_lite.bin.visualize:main",
             "t2t_lite-plot=t2t_lite.bin.plot:main",
+            "t2t_lite-evalb=t2t_lite.bin.evalb:main",
         ],
     },
 )

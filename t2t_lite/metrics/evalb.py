@@ -1,0 +1,421 @@
+"""EVALB's labelled bracketing scores, in pure Python, with EVALB's exact semantics.
+
+Follows EVALB 20060307 (Sekine & Collins 1997, with David Ellis's 2006
+length-mismatch fix), the version parser papers report with: for a parameter
+file (COLLINS.prm, new.prm, ...) it gives the same per-sentence rows and the
+same summary, including its quirks:
+
+- DELETE_LABEL on a preterminal (a POS tag such as `,` `:` `` '' . -NONE-)
+  deletes the word, so spans are counted over the remaining words; on a
+  non-terminal (TOP, S1) it deletes only that bracket. A bracket left spanning
+  nothing is dropped. Words' tags are compared as written, brackets' labels
+  after cutting the function tag at the first `-` or `=` (NP-SBJ-1 -> NP).
+- The outermost bracket counts like any other unless its label is deleted.
+- A sentence's length (for the CUTOFF_LEN summary) counts every word whose tag
+  is not in DELETE_LABEL_FOR_LENGTH, punctuation included.
+- EQ_LABEL / EQ_WORD pairs compare equal (not transitively).
+- QUOTE_LABEL (new.prm): a quote word deleted in one tree and tagged otherwise
+  in the other is put back (the 2006 fix) before the lengths are compared.
+- An empty test line is skipped (Stat. 2); a length or word mismatch, or a
+  malformed line, is an error (Stat. 1); neither counts in the figures. EVALB
+  stops after more than MAX_ERROR errors; so does `evaluate` (EvalbError).
+
+Where EVALB's C has undefined behaviour or loops forever (a close bracket with
+nothing open, text outside brackets, a bracket with more than two elements),
+this scorer marks the sentence as an error with zero figures and goes on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from typing import Iterable, Sequence
+
+from t2t_lite.metrics import trees
+from t2t_lite.metrics.base import Metric, MetricError, Score, check_lengths
+from t2t_lite.metrics.trees import TreeError, validate_tree
+
+__all__ = ["EvalbError", "EvalbF1", "Params", "Result", "Sentence", "Totals", "TreeError",
+           "evaluate", "load_params", "parse_params", "score_sentence", "validate_tree"]
+
+
+# The parameter files parser papers name, built in so no file is needed.
+COLLINS_PRM = """MAX_ERROR 10
+CUTOFF_LEN 40
+LABELED 1
+DELETE_LABEL TOP
+DELETE_LABEL -NONE-
+DELETE_LABEL ,
+DELETE_LABEL :
+DELETE_LABEL ``
+DELETE_LABEL ''
+DELETE_LABEL .
+DELETE_LABEL_FOR_LENGTH -NONE-
+EQ_LABEL ADVP PRT
+"""
+NEW_PRM = COLLINS_PRM + """DELETE_LABEL S1
+DELETE_LABEL ?
+DELETE_LABEL !
+""" + "".join(f"QUOTE_LABEL {label}\n" for label in ("``", "''", "POS", "NN", "CD", "VBZ", ":"))
+BUILTIN_PRM = {"COLLINS": COLLINS_PRM, "new": NEW_PRM}
+
+
+class EvalbError(MetricError):
+    """Input EVALB gives up on: too many error sentences, a bad parameter file."""
+
+
+@dataclasses.dataclass
+class Params:
+    """A parameter (.prm) file's settings; the defaults are EVALB's without -p."""
+
+    max_error: int | None = 10
+    cutoff_len: int = 40
+    labeled: bool = True
+    delete_labels: tuple[str, ...] = ()
+    delete_labels_for_length: tuple[str, ...] = ()
+    quote_labels: tuple[str, ...] = ()
+    eq_labels: tuple[tuple[str, str], ...] = ()
+    eq_words: tuple[tuple[str, str], ...] = ()
+    name: str = "EVALB defaults"
+    warnings: tuple[str, ...] = ()  # lines EVALB warns about and ignores
+
+    def label_eq(self, a: str, b: str) -> bool:
+        return a == b or any((a, b) in (p, p[::-1]) for p in self.eq_labels)
+
+    def word_eq(self, a: str, b: str) -> bool:
+        return a == b or any((a, b) in (p, p[::-1]) for p in self.eq_words)
+
+
+def parse_params(text: str, name: str = "parameters") -> Params:
+    """Reads .prm text as EVALB does: `KEYWORD value` lines, `#` comments."""
+    lists = {"DELETE_LABEL": [], "DELETE_LABEL_FOR_LENGTH": [], "QUOTE_LABEL": [],
+             "EQ_LABEL": [], "EQ_WORD": []}
+    settings, warnings = {}, []
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.rstrip(trees.SPACE)
+        if line.startswith("#") or len(line) < 3:
+            continue
+        key, _, value = line.partition(" ") if " " in line else line.partition("\t")
+        key, value = key.strip(), value.strip(trees.SPACE)
+        if key in ("EQ_LABEL", "EQ_WORD"):
+            pair = value.split()
+            if len(pair) != 2:
+                raise EvalbError(f"{name} line {number}: {key} needs two values, got {value!r}")
+            lists[key].append(tuple(pair))
+        elif key in lists:
+            lists[key].append(value)
+        elif key in ("MAX_ERROR", "CUTOFF_LEN", "LABELED"):
+            try:
+                settings[key] = int(value)
+            except ValueError:
+                raise EvalbError(f"{name} line {number}: {key} needs a number, "
+                                 f"got {value!r}") from None
+        elif key != "DEBUG":
+            warnings.append(f"{name} line {number}: unknown keyword {key!r} ignored")
+    return Params(max_error=settings.get("MAX_ERROR", 10),
+                  cutoff_len=settings.get("CUTOFF_LEN", 40),
+                  labeled=bool(settings.get("LABELED", 1)),
+                  delete_labels=tuple(lists["DELETE_LABEL"]),
+                  delete_labels_for_length=tuple(lists["DELETE_LABEL_FOR_LENGTH"]),
+                  quote_labels=tuple(lists["QUOTE_LABEL"]),
+                  eq_labels=tuple(lists["EQ_LABEL"]), eq_words=tuple(lists["EQ_WORD"]),
+                  name=name, warnings=tuple(warnings))
+
+
+def load_params(prm: str | Params | None = None) -> Params:
+    """A Params from a .prm path, a built-in name (COLLINS, new) or None (COLLINS)."""
+    if isinstance(prm, Params):
+        return prm
+    if prm is None or prm in BUILTIN_PRM:
+        name = prm or "COLLINS"
+        return parse_params(BUILTIN_PRM[name], f"{name}.prm")
+    try:
+        with open(prm, encoding="utf-8") as f:
+            return parse_params(f.read(), os.path.basename(prm))
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as e:
+        raise EvalbError(f"cannot read the parameter file {prm}: {e}") from e
+
+
+def _read(line: str, params: Params) -> trees.Tree:
+    return trees.read(line, params.delete_labels, params.delete_labels_for_length,
+                      params.quote_labels)
+
+
+def _fix_quotes(gold: trees.Tree, test: trees.Tree, params: Params) -> None:
+    """The 2006 fix: reinserts quote words one tree deleted and the other tagged."""
+    deleted = params.delete_labels
+    for i, tq in enumerate(test.quotes):
+        index = tq.index
+        for j, gq in enumerate(gold.quotes):
+            if gq.index != index or gq.label == tq.label:
+                continue
+            if gq.label in deleted and tq.label not in deleted:
+                _reinsert(gq, gold)
+                for other in gold.quotes[j:]:
+                    other.index += 1
+            elif tq.label in deleted and gq.label not in deleted:
+                _reinsert(tq, test)
+                for other in test.quotes[i:]:
+                    other.index += 1
+
+
+def _reinsert(quote: trees.QuoteWord, tree: trees.Tree) -> None:
+    tree.words.insert(quote.index, (quote.word, quote.label))
+    for bracket in tree.brackets[quote.bracket:]:
+        bracket.start += 1
+        bracket.end += 1
+    for k in quote.ends:
+        tree.brackets[k].end += 1
+
+
+def _massage(tree: trees.Tree, params: Params) -> int:
+    """Marks empty and deleted brackets, cuts function tags; returns the rest's count."""
+    for b in tree.brackets:
+        b.result = 0
+        if b.start == b.end:
+            b.result = 5
+            continue
+        for k, c in enumerate(b.label):
+            if c in "-=":
+                b.label = b.label[:k]
+                break
+        if any(params.label_eq(b.label, d) for d in params.delete_labels):
+            b.result = 5
+    return sum(b.result != 5 for b in tree.brackets)
+
+
+@dataclasses.dataclass
+class Sentence:
+    """One row of EVALB's table."""
+
+    id: int
+    length: int
+    status: int  # 0 valid, 1 error, 2 skip
+    matched: int = 0
+    gold: int = 0
+    test: int = 0
+    crossing: int = 0
+    words: int = 0
+    correct_tags: int = 0
+    messages: tuple[str, ...] = ()
+
+    @property
+    def recall(self) -> float:
+        return 100.0 * self.matched / self.gold if self.gold else 0.0
+
+    @property
+    def precision(self) -> float:
+        return 100.0 * self.matched / self.test if self.test else 0.0
+
+    @property
+    def tag_accuracy(self) -> float:
+        return 100.0 * self.correct_tags / self.words if self.words else 0.0
+
+    def row(self) -> str:
+        return (f"{self.id:4d}  {self.length:3d}    {self.status:d}  "
+                f"{self.recall:6.2f} {self.precision:6.2f}   {self.matched:3d}    "
+                f"{self.gold:3d}  {self.test:3d}    {self.crossing:3d}   "
+                f"{self.words:4d}  {self.correct_tags:4d}   {self.tag_accuracy:6.2f}")
+
+
+def score_sentence(index: int, gold_line: str, test_line: str, params: Params) -> Sentence:
+    """EVALB's figures for one gold/test pair (EVALB's calc_result)."""
+    gold, test = _read(gold_line, params), _read(test_line, params)
+    messages = [f"gold: {m}" for m in gold.errors] + [f"test: {m}" for m in test.errors]
+    status = 1 if messages else 0
+    if gold.fatal or test.fatal:
+        return Sentence(index, gold.length, 1, messages=tuple(messages))
+    if not test.words:
+        return Sentence(index, gold.length, 2, messages=tuple(messages))
+    if len(gold.words) != len(test.words):
+        _fix_quotes(gold, test, params)
+        if len(gold.words) != len(test.words):
+            messages.append(f"Length unmatch ({len(gold.words)}|{len(test.words)})")
+            return Sentence(index, gold.length, 1, messages=tuple(messages))
+    for (gw, _), (tw, _) in zip(gold.words, test.words):
+        if not params.word_eq(gw, tw):
+            messages.append(f"Words unmatch ({gw}|{tw})")
+            return Sentence(index, gold.length, 1, messages=tuple(messages))
+    n_gold, n_test = _massage(gold, params), _massage(test, params)
+    matched = 0
+    for g in gold.brackets:
+        if g.result == 5:
+            continue
+        for t in test.brackets:
+            if (t.result == 0 and (g.start, g.end) == (t.start, t.end)
+                    and (not params.labeled or params.label_eq(g.label, t.label))):
+                g.result = t.result = 1
+                matched += 1
+                break
+    crossing = 0  # test brackets crossing some gold bracket
+    for t in test.brackets:
+        if t.result != 5 and any(
+                g.result != 5 and (g.start < t.start < g.end < t.end
+                                   or t.start < g.start < t.end < g.end)
+                for g in gold.brackets):
+            crossing += 1
+    tags = sum(params.label_eq(g[1], t[1]) for g, t in zip(gold.words, test.words))
+    return Sentence(index, gold.length, status, matched, n_gold, n_test, crossing,
+                    len(gold.words), tags, tuple(messages))
+
+
+@dataclasses.dataclass
+class Totals:
+    """A summary block: all sentences, or those of length <= CUTOFF_LEN."""
+
+    sentences: int = 0
+    errors: int = 0
+    skipped: int = 0
+    matched: int = 0
+    gold: int = 0
+    test: int = 0
+    complete: int = 0
+    crossing: int = 0
+    no_crossing: int = 0
+    two_crossing: int = 0
+    words: int = 0
+    correct_tags: int = 0
+
+    def add(self, s: Sentence) -> None:
+        self.sentences += 1
+        if s.status == 1:
+            self.errors += 1
+        elif s.status == 2:
+            self.skipped += 1
+        else:
+            self.matched += s.matched
+            self.gold += s.gold
+            self.test += s.test
+            self.complete += s.gold == s.test == s.matched
+            self.crossing += s.crossing
+            self.no_crossing += s.crossing == 0
+            self.two_crossing += s.crossing <= 2
+            self.words += s.words
+            self.correct_tags += s.correct_tags
+
+    @property
+    def valid(self) -> int:
+        return self.sentences - self.errors - self.skipped
+
+    def _per_valid(self, count: int, scale: float = 100.0) -> float:
+        return scale * count / self.valid if self.valid > 0 else 0.0
+
+    @property
+    def recall(self) -> float:
+        return 100.0 * self.matched / self.gold if self.gold else 0.0
+
+    @property
+    def precision(self) -> float:
+        return 100.0 * self.matched / self.test if self.test else 0.0
+
+    @property
+    def fmeasure(self) -> float:
+        """EVALB's 2PR/(P+R); NaN when both are 0, as EVALB prints."""
+        p, r = self.precision, self.recall
+        return 2 * p * r / (p + r) if p + r else math.nan
+
+    @property
+    def tag_accuracy(self) -> float:
+        return 100.0 * self.correct_tags / self.words if self.words else 0.0
+
+    def summary(self) -> dict[str, float]:
+        """The block's lines, keyed as EVALB prints them."""
+        return {"Number of sentence": self.sentences, "Number of Error sentence": self.errors,
+                "Number of Skip  sentence": self.skipped, "Number of Valid sentence": self.valid,
+                "Bracketing Recall": self.recall, "Bracketing Precision": self.precision,
+                "Bracketing FMeasure": self.fmeasure,
+                "Complete match": self._per_valid(self.complete),
+                "Average crossing": self._per_valid(self.crossing, 1.0),
+                "No crossing": self._per_valid(self.no_crossing),
+                "2 or less crossing": self._per_valid(self.two_crossing),
+                "Tagging accuracy": self.tag_accuracy}
+
+
+@dataclasses.dataclass
+class Result:
+    params: Params
+    sentences: list[Sentence]
+    all: Totals
+    cut: Totals
+    messages: list[str]  # EVALB's stderr lines, "ID : message"
+
+    def report(self) -> str:
+        """EVALB's standard output, byte for byte."""
+        lines = ["  Sent.                        Matched  Bracket   Cross        Correct Tag",
+                 " ID  Len.  Stat. Recal  Prec.  Bracket gold test Bracket Words  Tags Accracy",
+                 "=" * 76]
+        lines += [s.row() for s in self.sentences]
+        lines.append("=" * 76)
+        t = self.all
+        total = (f"                {t.recall:6.2f} {t.precision:6.2f} {t.matched:6d} "
+                 f"{t.gold:5d} {t.test:5d}  {t.crossing:5d}") if t.gold and t.test else ""
+        lines.append(f"{total}  {t.words:5d} {t.correct_tags:5d}   {t.tag_accuracy:6.2f}")
+        lines.append("=== Summary ===")
+        for title, block in (("All", self.all), (f"len<={self.params.cutoff_len}", self.cut)):
+            lines += ["", f"-- {title} --"]
+            for key, value in block.summary().items():
+                figure = f"{value:6d}" if isinstance(value, int) else f"{value:6.2f}"
+                lines.append(f"{key:<26}= {figure}")
+        return "\n".join(lines) + "\n"
+
+
+def evaluate(gold_lines: Iterable[str], test_lines: Iterable[str],
+             prm: str | Params | None = None) -> Result:
+    """Scores test trees against gold trees, one per line, as `evalb -p prm gold test`.
+
+    Raises:
+      EvalbError: more than the parameters' MAX_ERROR errors (as EVALB exits).
+    """
+    params = load_params(prm)
+    gold_lines, test_lines = list(gold_lines), list(test_lines)
+    result = Result(params, [], Totals(), Totals(), [])
+
+    def error(index: int, message: str) -> None:
+        result.messages.append(f"{index} : {message}")
+        if params.max_error is not None and len(result.messages) - 1 > params.max_error:
+            raise EvalbError(f"more than MAX_ERROR={params.max_error} errors, so EVALB "
+                             f"stops; the last: line {index}: {message} (raise MAX_ERROR in "
+                             "the parameter file to score anyway)")
+
+    for index, gold_line in enumerate(gold_lines, 1):
+        if index > len(test_lines):
+            error(index, "Number of lines unmatch (too many lines in gold file)")
+            break
+        sentence = score_sentence(index, gold_line, test_lines[index - 1], params)
+        for message in sentence.messages:
+            error(index, message)
+        result.sentences.append(sentence)
+        result.all.add(sentence)
+        if sentence.length <= params.cutoff_len:
+            result.cut.add(sentence)
+    if len(test_lines) > len(gold_lines):
+        error(len(gold_lines) + 1, "Number of lines unmatch (too many lines in test file)")
+    return result
+
+
+class EvalbF1(Metric):
+    """EVALB's labelled bracketing F1 (all sentences) over bracketed trees, one per line.
+
+    `prm`: a .prm path, "COLLINS" (the default) or "new". Error sentences (a
+    test tree whose words differ from the gold tree's, or that is ill-formed)
+    are left out, as EVALB does; the line says how many. No MAX_ERROR limit.
+    """
+
+    name = "evalb_f1"
+
+    def __init__(self, prm: str | Params | None = None):
+        self.params = dataclasses.replace(load_params(prm), max_error=None)
+
+    def score(self, hypotheses: Sequence[str], references: Sequence[str],
+              sources: Sequence[str] | None = None) -> Score:
+        check_lengths(hypotheses, references)
+        clean = lambda lines: [line.replace("\n", " ") for line in lines]  # noqa: E731
+        t = evaluate(clean(references), clean(hypotheses), self.params).all
+        f1 = 0.0 if math.isnan(t.fmeasure) else t.fmeasure
+        return Score(self.name, f1,
+                     f"EVALB ({self.params.name}): F1 {f1:.2f}, recall {t.recall:.2f}, "
+                     f"precision {t.precision:.2f}, complete match "
+                     f"{t.summary()['Complete match']:.2f}, tagging {t.tag_accuracy:.2f} "
+                     f"({t.valid} valid, {t.errors} errors, {t.skipped} skipped "
+                     f"of {t.sentences})")
