@@ -29,112 +29,17 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 from typing import Iterable, Sequence
 
 from t2t_lite.metrics import trees
-from t2t_lite.metrics.base import Metric, MetricError, Score, check_lengths
+from t2t_lite.metrics.base import Metric, Score, check_lengths
+from t2t_lite.metrics.evalb_params import (  # noqa: F401  (re-exported)
+    BUILTIN_PRM, COLLINS_PRM, NEW_PRM, EvalbError, Params, load_params, parse_params,
+)
 from t2t_lite.metrics.trees import TreeError, validate_tree
 
 __all__ = ["EvalbError", "EvalbF1", "Params", "Result", "Sentence", "Totals", "TreeError",
            "evaluate", "load_params", "parse_params", "score_sentence", "validate_tree"]
-
-
-# The parameter files parser papers name, built in so no file is needed.
-COLLINS_PRM = """MAX_ERROR 10
-CUTOFF_LEN 40
-LABELED 1
-DELETE_LABEL TOP
-DELETE_LABEL -NONE-
-DELETE_LABEL ,
-DELETE_LABEL :
-DELETE_LABEL ``
-DELETE_LABEL ''
-DELETE_LABEL .
-DELETE_LABEL_FOR_LENGTH -NONE-
-EQ_LABEL ADVP PRT
-"""
-NEW_PRM = COLLINS_PRM + """DELETE_LABEL S1
-DELETE_LABEL ?
-DELETE_LABEL !
-""" + "".join(f"QUOTE_LABEL {label}\n" for label in ("``", "''", "POS", "NN", "CD", "VBZ", ":"))
-BUILTIN_PRM = {"COLLINS": COLLINS_PRM, "new": NEW_PRM}
-
-
-class EvalbError(MetricError):
-    """Input EVALB gives up on: too many error sentences, a bad parameter file."""
-
-
-@dataclasses.dataclass
-class Params:
-    """A parameter (.prm) file's settings; the defaults are EVALB's without -p."""
-
-    max_error: int | None = 10
-    cutoff_len: int = 40
-    labeled: bool = True
-    delete_labels: tuple[str, ...] = ()
-    delete_labels_for_length: tuple[str, ...] = ()
-    quote_labels: tuple[str, ...] = ()
-    eq_labels: tuple[tuple[str, str], ...] = ()
-    eq_words: tuple[tuple[str, str], ...] = ()
-    name: str = "EVALB defaults"
-    warnings: tuple[str, ...] = ()  # lines EVALB warns about and ignores
-
-    def label_eq(self, a: str, b: str) -> bool:
-        return a == b or any((a, b) in (p, p[::-1]) for p in self.eq_labels)
-
-    def word_eq(self, a: str, b: str) -> bool:
-        return a == b or any((a, b) in (p, p[::-1]) for p in self.eq_words)
-
-
-def parse_params(text: str, name: str = "parameters") -> Params:
-    """Reads .prm text as EVALB does: `KEYWORD value` lines, `#` comments."""
-    lists = {"DELETE_LABEL": [], "DELETE_LABEL_FOR_LENGTH": [], "QUOTE_LABEL": [],
-             "EQ_LABEL": [], "EQ_WORD": []}
-    settings, warnings = {}, []
-    for number, line in enumerate(text.splitlines(), 1):
-        line = line.rstrip(trees.SPACE)
-        if line.startswith("#") or len(line) < 3:
-            continue
-        key, _, value = line.partition(" ") if " " in line else line.partition("\t")
-        key, value = key.strip(), value.strip(trees.SPACE)
-        if key in ("EQ_LABEL", "EQ_WORD"):
-            pair = value.split()
-            if len(pair) != 2:
-                raise EvalbError(f"{name} line {number}: {key} needs two values, got {value!r}")
-            lists[key].append(tuple(pair))
-        elif key in lists:
-            lists[key].append(value)
-        elif key in ("MAX_ERROR", "CUTOFF_LEN", "LABELED"):
-            try:
-                settings[key] = int(value)
-            except ValueError:
-                raise EvalbError(f"{name} line {number}: {key} needs a number, "
-                                 f"got {value!r}") from None
-        elif key != "DEBUG":
-            warnings.append(f"{name} line {number}: unknown keyword {key!r} ignored")
-    return Params(max_error=settings.get("MAX_ERROR", 10),
-                  cutoff_len=settings.get("CUTOFF_LEN", 40),
-                  labeled=bool(settings.get("LABELED", 1)),
-                  delete_labels=tuple(lists["DELETE_LABEL"]),
-                  delete_labels_for_length=tuple(lists["DELETE_LABEL_FOR_LENGTH"]),
-                  quote_labels=tuple(lists["QUOTE_LABEL"]),
-                  eq_labels=tuple(lists["EQ_LABEL"]), eq_words=tuple(lists["EQ_WORD"]),
-                  name=name, warnings=tuple(warnings))
-
-
-def load_params(prm: str | Params | None = None) -> Params:
-    """A Params from a .prm path, a built-in name (COLLINS, new) or None (COLLINS)."""
-    if isinstance(prm, Params):
-        return prm
-    if prm is None or prm in BUILTIN_PRM:
-        name = prm or "COLLINS"
-        return parse_params(BUILTIN_PRM[name], f"{name}.prm")
-    try:
-        with open(prm, encoding="utf-8") as f:
-            return parse_params(f.read(), os.path.basename(prm))
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as e:
-        raise EvalbError(f"cannot read the parameter file {prm}: {e}") from e
 
 
 def _read(line: str, params: Params) -> trees.Tree:
@@ -185,8 +90,24 @@ def _massage(tree: trees.Tree, params: Params) -> int:
     return sum(b.result != 5 for b in tree.brackets)
 
 
+class _Rates:
+    """Recall, precision and tagging accuracy of bracket and tag counts (percent)."""
+
+    @property
+    def recall(self) -> float:
+        return 100.0 * self.matched / self.gold if self.gold else 0.0
+
+    @property
+    def precision(self) -> float:
+        return 100.0 * self.matched / self.test if self.test else 0.0
+
+    @property
+    def tag_accuracy(self) -> float:
+        return 100.0 * self.correct_tags / self.words if self.words else 0.0
+
+
 @dataclasses.dataclass
-class Sentence:
+class Sentence(_Rates):
     """One row of EVALB's table."""
 
     id: int
@@ -200,17 +121,7 @@ class Sentence:
     correct_tags: int = 0
     messages: tuple[str, ...] = ()
 
-    @property
-    def recall(self) -> float:
-        return 100.0 * self.matched / self.gold if self.gold else 0.0
 
-    @property
-    def precision(self) -> float:
-        return 100.0 * self.matched / self.test if self.test else 0.0
-
-    @property
-    def tag_accuracy(self) -> float:
-        return 100.0 * self.correct_tags / self.words if self.words else 0.0
 
     def row(self) -> str:
         return (f"{self.id:4d}  {self.length:3d}    {self.status:d}  "
@@ -261,7 +172,7 @@ def score_sentence(index: int, gold_line: str, test_line: str, params: Params) -
 
 
 @dataclasses.dataclass
-class Totals:
+class Totals(_Rates):
     """A summary block: all sentences, or those of length <= CUTOFF_LEN."""
 
     sentences: int = 0
@@ -301,13 +212,6 @@ class Totals:
     def _per_valid(self, count: int, scale: float = 100.0) -> float:
         return scale * count / self.valid if self.valid > 0 else 0.0
 
-    @property
-    def recall(self) -> float:
-        return 100.0 * self.matched / self.gold if self.gold else 0.0
-
-    @property
-    def precision(self) -> float:
-        return 100.0 * self.matched / self.test if self.test else 0.0
 
     @property
     def fmeasure(self) -> float:
@@ -315,9 +219,6 @@ class Totals:
         p, r = self.precision, self.recall
         return 2 * p * r / (p + r) if p + r else math.nan
 
-    @property
-    def tag_accuracy(self) -> float:
-        return 100.0 * self.correct_tags / self.words if self.words else 0.0
 
     def summary(self) -> dict[str, float]:
         """The block's lines, keyed as EVALB prints them."""
