@@ -119,12 +119,28 @@ class Problem(abc.ABC):
         """Source ids -> text (for showing inputs); the target decoder when shared."""
         return self.decode(ids)
 
+    # --- Decoding ---
+    def format_output(self, source: str, output: str) -> str:
+        """What the user gets for decoded target text `output` of input `source`.
+
+        The identity by default; parsing restores the input's words into the
+        decoded tree. The decoder, the dev evaluation and the metrics see this
+        form, for hypotheses and references alike."""
+        del source
+        return output
+
+    def decode_constraint(self):
+        """A search constraint (`t2t_lite.decoding.search`) the decoder applies by
+        default, or None: the plain search (translation). Parsing returns
+        `t2t_lite.tree_constraint.TreeConstraint`."""
+        return None
+
     def source_text(self, split: str, data_dir: str | None = None) -> list[tuple[str, str]]:
         """(source, reference) text pairs of `split`, for decoding and scoring."""
         pairs = []
         for example in self.examples(split, data_dir).as_numpy_iterator():
-            pairs.append((self.decode_inputs(example["inputs"]),
-                          self.decode(example["targets"])))
+            source = self.decode_inputs(example["inputs"])
+            pairs.append((source, self.format_output(source, self.decode(example["targets"]))))
         return pairs
 
     # --- Evaluation ---

@@ -88,6 +88,13 @@ class Text2TextProblem(Problem):
             name = f"vocab.{self.name}.{side}{MODEL_SUFFIX}"
         return os.path.join(data_dir or self.data_dir, name)
 
+    def vocab_model_type(self, side: str) -> str:
+        """The SentencePiece model type of a vocabulary ("shared", "source" or
+        "target"): "bpe" (subwords, the paper's) or "word" (one piece per
+        whitespace-separated token, for a closed symbol set)."""
+        del side
+        return "bpe"
+
     def _load_vocab(self, side: str) -> SubwordVocab:
         path = self.vocab_path(side=side)
         if path not in self._vocabs:

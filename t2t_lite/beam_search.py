@@ -129,7 +129,8 @@ def _top_k_rows(x, k, vocab):
     return values, chunk * TOP_K_CHUNK + position % TOP_K_CHUNK
 
 
-def _grow_topk(state, next_fn, beam_size, vocab_size, eos_id, min_decode_length, start_id):
+def _grow_topk(state, next_fn, beam_size, vocab_size, eos_id, min_decode_length, start_id,
+               allowed_fn=None):
     """Scores all K*V extensions; returns the top 2K as (seq, log_probs, beam, cache).
 
     Two stages with the result of a top-2K over all K*V log-probs: each beam's
@@ -137,13 +138,18 @@ def _grow_topk(state, next_fn, beam_size, vocab_size, eos_id, min_decode_length,
     log_softmax nor a K*V-wide top-k is materialized (log-probs are logits minus
     their row's logsumexp). A forbidden EOS is masked among the 2K, which
     leaves at least 2K - 1 >= K tokens per beam for the K alive hypotheses.
+    Tokens that `allowed_fn` forbids are masked after normalization: the
+    allowed ones keep the model's log-probabilities (see `beam_search`).
     """
     ids = _flatten_beam_dim(_last_tokens(state.alive_seq, state.index, start_id))
     logits, cache = next_fn(ids, state.index, state.cache)
     logits = ops.cast(logits, "float32")  # [B*K, V]
     vocab = vocab_size or logits.shape[-1]
     per_beam = min(2 * beam_size, vocab)
-    top_logits, top_tokens = _top_k_rows(logits, per_beam, vocab)  # [B*K, k']
+    candidates = logits
+    if allowed_fn is not None:
+        candidates = ops.where(allowed_fn(cache, state.index), logits, NEG_INF)
+    top_logits, top_tokens = _top_k_rows(candidates, per_beam, vocab)  # [B*K, k']
     log_probs = top_logits - ops.logsumexp(logits, axis=-1, keepdims=True)
     forbid = ops.logical_and(top_tokens == eos_id, state.index + 1 < min_decode_length)
     log_probs = ops.where(forbid, NEG_INF, log_probs)
@@ -161,10 +167,10 @@ def _grow_topk(state, next_fn, beam_size, vocab_size, eos_id, min_decode_length,
 
 
 def _beam_step(state, next_fn, beam_size, vocab_size, alpha, eos_id, min_decode_length,
-               start_id):
+               start_id, allowed_fn=None):
     """One decoding step: grow top-2K candidates, then the alive and finished sets."""
     topk_seq, topk_log_probs, topk_beams, cache = _grow_topk(
-        state, next_fn, beam_size, vocab_size, eos_id, min_decode_length, start_id)
+        state, next_fn, beam_size, vocab_size, eos_id, min_decode_length, start_id, allowed_fn)
     new_tokens = ops.take(topk_seq, state.index, axis=-1)  # [B, 2K]
     is_eos = new_tokens == eos_id
     # Grow alive: best K candidates not ending in EOS (at most K of 2K do).
@@ -215,7 +221,7 @@ def _is_not_finished(state, max_decode_length, alpha):
 
 def beam_search(next_fn, initial_cache, batch_size, beam_size, max_decode_length, eos_id,
                 alpha=0.6, vocab_size=None, min_decode_length=0, start_id=0,
-                cache_lengths=None, grow_cache=None):
+                cache_lengths=None, grow_cache=None, allowed_fn=None):
     """Beam search decoding (Vaswani et al. 2017, section 6.1; tensor2tensor).
 
     Args:
@@ -235,6 +241,13 @@ def beam_search(next_fn, initial_cache, batch_size, beam_size, max_decode_length
         start_id: token fed at index 0.
         cache_lengths, grow_cache: a cache that grows in segments (see
             `_segmented_loop`); by default the loop runs once over L steps.
+        allowed_fn: optional `(cache, index) -> bool [B*K, V]`, called on the
+            cache `next_fn` returned: the tokens each beam may take next (a
+            constrained search, e.g. `t2t_lite.tree_constraint`). Forbidden
+            tokens get NEG_INF after the log-softmax, so allowed tokens keep the
+            model's log-probabilities (no renormalization) and a search whose
+            candidates the mask never removes is exactly the unconstrained one.
+            Every alive beam must have an allowed token at every step.
 
     Returns:
         (sequences int32 [B, K, L], scores float32 [B, K]), best first. A
@@ -250,7 +263,7 @@ def beam_search(next_fn, initial_cache, batch_size, beam_size, max_decode_length
 
     def body(state):
         return _beam_step(state, next_fn, beam_size, vocab_size, alpha, eos_id,
-                          min_decode_length, start_id)
+                          min_decode_length, start_id, allowed_fn)
 
     state = _segmented_loop(cond, body, state, max_decode_length, cache_lengths, grow_cache)
     return _finalize(state, alpha)
@@ -300,11 +313,13 @@ class _GreedyState(NamedTuple):
     cache: Any  # nested tensors, leading dim B
 
 
-def _greedy_step(state, next_fn, eos_id, min_decode_length, start_id):
+def _greedy_step(state, next_fn, eos_id, min_decode_length, start_id, allowed_fn=None):
     """One greedy step: append the argmax token to every unfinished sentence."""
     ids = _last_tokens(state.seq, state.index, start_id)
     logits, cache = next_fn(ids, state.index, state.cache)
     log_probs = _step_log_probs(logits, state.index, eos_id, min_decode_length)  # [B, V]
+    if allowed_fn is not None:
+        log_probs = ops.where(allowed_fn(cache, state.index), log_probs, NEG_INF)
     tokens = ops.cast(ops.argmax(log_probs, axis=-1), "int32")
     token_log_probs = ops.take_along_axis(log_probs, tokens[:, None], axis=1)[:, 0]
     tokens = ops.where(state.finished, 0, tokens)
@@ -318,7 +333,7 @@ def _greedy_step(state, next_fn, eos_id, min_decode_length, start_id):
 
 
 def greedy_search(next_fn, initial_cache, batch_size, max_decode_length, eos_id, start_id=0,
-                  min_decode_length=0, cache_lengths=None, grow_cache=None):
+                  min_decode_length=0, cache_lengths=None, grow_cache=None, allowed_fn=None):
     """Greedy (argmax) decoding; `beam_search` with the same `next_fn` contract, K = 1.
 
     Args:
@@ -331,7 +346,7 @@ def greedy_search(next_fn, initial_cache, batch_size, max_decode_length, eos_id,
         start_id: token fed at index 0.
         min_decode_length: EOS is forbidden while fewer than this many tokens
             (EOS included) would result.
-        cache_lengths, grow_cache: as in `beam_search`.
+        cache_lengths, grow_cache, allowed_fn: as in `beam_search`.
 
     Returns:
         (sequences int32 [B, L], scores float32 [B]): tokens with EOS then 0s;
@@ -351,7 +366,7 @@ def greedy_search(next_fn, initial_cache, batch_size, max_decode_length, eos_id,
         return ops.logical_and(state.index < max_decode_length, not_done)
 
     def body(state):
-        return _greedy_step(state, next_fn, eos_id, min_decode_length, start_id)
+        return _greedy_step(state, next_fn, eos_id, min_decode_length, start_id, allowed_fn)
 
     state = _segmented_loop(cond, body, state, max_decode_length, cache_lengths, grow_cache)
     return state.seq, state.scores

@@ -213,8 +213,9 @@ def _vocabularies(problem, data_dir, specs, train_corpus, train_pairs, options, 
             raise DataError(f"{problem.name}: every training pair has an empty side")
         for spec in missing:
             path = _vocab_path(problem, data_dir, spec)
+            model_type = problem.vocab_model_type(spec.side)
             found[spec], summaries[spec] = _train_vocab(path, spec, sample, train_pairs,
-                                                        options.seed, log)
+                                                        options.seed, log, model_type)
     by_side = {side: found[spec] for spec in specs for side in spec.sides}
     return (by_side[0], by_side[1]), [summaries[spec] for spec in specs]
 
@@ -230,13 +231,16 @@ def _reuse_vocab(path: str, spec: _VocabSpec, log) -> SubwordVocab:
     return vocab
 
 
-def _train_vocab(path, spec, sample, train_pairs, seed, log):
+def _train_vocab(path, spec, sample, train_pairs, seed, log, model_type="bpe"):
     """(vocab, VocabSummary): trained on the sample's `spec.sides`, saved to `path`."""
     start = time.time()
     sides = "both sides" if len(spec.sides) == 2 else f"{spec.side} side"
-    log(f"training a {spec.size}-piece SentencePiece BPE vocabulary on {len(sample):,} of "
-        f"{train_pairs:,} training pairs ({sides}, seed {seed})")
-    vocab = train_vocab((pair[i] for pair in sample for i in spec.sides), spec.size, seed)
+    kind = "BPE" if model_type == "bpe" else f"{model_type}-level"
+    most = "" if model_type == "bpe" else "at most "
+    log(f"training a {most}{spec.size}-piece SentencePiece {kind} vocabulary on "
+        f"{len(sample):,} of {train_pairs:,} training pairs ({sides}, seed {seed})")
+    vocab = train_vocab((pair[i] for pair in sample for i in spec.sides), spec.size, seed,
+                        model_type=model_type)
     io_.save_vocab(vocab, path)
     seconds = time.time() - start
     log(f"wrote {path} ({vocab.vocab_size} pieces) in {seconds:.1f} s")

@@ -12,6 +12,7 @@ S source length, K beam size, L maximum decode length.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import tensorflow as tf
 
@@ -29,6 +30,9 @@ class DecodeOptions:
     batch_size: int = 64  # Sentences per decoding batch.
     return_beams: bool = False
     jit_compile: bool = False  # XLA for the decoding loop (faster after compiling).
+    # A search constraint (`Problem.decode_constraint()`, e.g. parsing's
+    # `t2t_lite.tree_constraint.TreeConstraint`), or None: the plain search.
+    constraint: Any = None
 
     @classmethod
     def from_hparams(cls, hparams, **overrides):
@@ -47,7 +51,8 @@ def decode_padded(model, inputs, options: DecodeOptions):
     L = decode_policy.max_decode_length(S, extra_length).
     """
     max_length = decode_policy.max_decode_length(inputs.shape[1], options.extra_length)
-    return search(model, inputs, options.beam_size, options.alpha, max_length)
+    return search(model, inputs, options.beam_size, options.alpha, max_length,
+                  constraint=options.constraint)
 
 
 class Decoder:
@@ -107,7 +112,7 @@ def cache_lengths(max_decode_length: int) -> list[int]:
 
 
 def search(model, inputs, beam_size: int, alpha: float, max_decode_length: int,
-           min_decode_length: int = 0):
+           min_decode_length: int = 0, constraint=None):
     """Beam search (greedy for beam 1) over the model's cached decoder.
 
     Uses only the model interface (`t2t_lite/model.py`): `init_cache`,
@@ -116,6 +121,12 @@ def search(model, inputs, beam_size: int, alpha: float, max_decode_length: int,
     beams and closed over by `next_fn`, so only the self_cache travels through
     the loop, grows 16, 32, ... L positions, and is reordered when beams are
     reselected.
+
+    A `constraint` (`initial_state(inputs)`, `update(state, ids)`,
+    `allowed(state, index, L)`, as `t2t_lite.tree_constraint.TreeConstraint`)
+    keeps its per-beam state beside the self_cache, updates it with each
+    beam's last token and masks the tokens it forbids; None (translation)
+    runs the plain search.
 
     Args:
       model: a model with the interface of `t2t_lite/model.py`.
@@ -130,12 +141,24 @@ def search(model, inputs, beam_size: int, alpha: float, max_decode_length: int,
         cross_cache = tf.nest.map_structure(
             lambda x: tf.repeat(x, beam_size, axis=0), cross_cache)
 
-    def next_fn(ids, index, cache):
-        return model.decode_step(ids, index, cache, cross_cache)
-
-    batch = tf.shape(inputs)[0]
     growth = dict(cache_lengths=lengths, grow_cache=model.grow_self_cache,
                   min_decode_length=min_decode_length)
+    if constraint is None:
+        def next_fn(ids, index, cache):
+            return model.decode_step(ids, index, cache, cross_cache)
+    else:
+        self_cache = (self_cache, constraint.initial_state(inputs))
+
+        def next_fn(ids, index, cache):
+            model_cache, state = cache
+            logits, model_cache = model.decode_step(ids, index, model_cache, cross_cache)
+            return logits, (model_cache, constraint.update(state, ids))
+
+        growth.update(
+            grow_cache=lambda cache, n: (model.grow_self_cache(cache[0], n), cache[1]),
+            allowed_fn=lambda cache, index: constraint.allowed(
+                cache[1], index, max_decode_length))
+    batch = tf.shape(inputs)[0]
     if beam_size == 1:
         ids, scores = beam_search.greedy_search(
             next_fn, self_cache, batch, max_decode_length, EOS_ID, **growth)
@@ -179,8 +202,10 @@ def decode_split(problem, model, split: str, options: DecodeOptions,
     decoded = Decoder(model, options).decode([list(ex["inputs"]) for ex in examples],
                                              progress and progress(len(examples)))
     sources = [problem.decode_inputs(ex["inputs"]) for ex in examples]
-    hypotheses = [problem.decode(best[0][0]) for best in decoded]
-    references = [problem.decode(ex["targets"]) for ex in examples]
+    hypotheses = [problem.format_output(s, problem.decode(best[0][0]))
+                  for s, best in zip(sources, decoded)]
+    references = [problem.format_output(s, problem.decode(ex["targets"]))
+                  for s, ex in zip(sources, examples)]
     scores = problem.evaluate(hypotheses, references, sources)
     return SplitReport(sources, hypotheses, references, scores)
 
@@ -283,5 +308,6 @@ def decode_lines(problem, model, lines: list[str], options: DecodeOptions,
                                              progress and progress(len(nonempty)))
     results = [[("", 0.0)] for _ in sources]
     for i, beams in zip(nonempty, decoded):
-        results[i] = [(problem.decode(ids), score) for ids, score in beams]
+        results[i] = [(problem.format_output(lines[i].strip(), problem.decode(ids)), score)
+                      for ids, score in beams]
     return results

@@ -83,7 +83,7 @@ class DevEvaluator:
         self.writer = tf.summary.create_file_writer(os.path.join(output_dir, "dev"))
         self.decoder = decoding.Decoder(model, decoding.DecodeOptions(
             beam_size=1, alpha=hparams.alpha, extra_length=hparams.extra_length,
-            batch_size=options.eval_batch_size))
+            batch_size=options.eval_batch_size, constraint=problem.decode_constraint()))
         self.best = read_best(output_dir)
         self._loss_fn = tf.function(self._loss_sums, input_signature=[
             {name: tf.TensorSpec([None, None], tf.int32) for name in ("inputs", "targets")}])
@@ -124,17 +124,18 @@ class DevEvaluator:
         wanted = self.examples[:self.options.eval_decode_examples]
         deadline = time.time() + 60.0 * self.options.eval_decode_minutes
         size = self.options.eval_batch_size
-        hypotheses = []
+        decoded = []
         for start in range(0, len(wanted), size):
             chunk = [decode_policy.truncate(list(ex["inputs"]), self.hparams.max_length)
                      for ex in wanted[start:start + size]]
-            hypotheses += [self.problem.decode(beams[0][0])
-                           for beams in self.decoder.decode(chunk)]
+            decoded += [self.problem.decode(beams[0][0]) for beams in self.decoder.decode(chunk)]
             if time.time() > deadline:
                 break
-        done = wanted[:len(hypotheses)]
+        done = wanted[:len(decoded)]
         sources = [self.problem.decode_inputs(ex["inputs"]) for ex in done]
-        references = [self.problem.decode(ex["targets"]) for ex in done]
+        hypotheses = [self.problem.format_output(s, h) for s, h in zip(sources, decoded)]
+        references = [self.problem.format_output(s, self.problem.decode(ex["targets"]))
+                      for s, ex in zip(sources, done)]
         return sources, hypotheses, references
 
     def evaluate(self, step: int) -> DevResult:

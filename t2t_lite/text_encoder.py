@@ -134,12 +134,15 @@ class SubwordVocab:
 
 
 def train_vocab(sentences: Iterable[str], vocab_size: int, seed: int = 1234,
-                character_coverage: float = 0.9999, num_threads: int | None = None
-                ) -> SubwordVocab:
+                character_coverage: float = 0.9999, num_threads: int | None = None,
+                model_type: str = "bpe") -> SubwordVocab:
     """Trains a BPE SentencePiece model on `sentences` (already sampled).
 
     The result is a function of the sentences, their order, `vocab_size` and
     `seed` (SentencePiece's trainer is deterministic; the seed is set anyway).
+    `model_type="word"` makes one piece of each whitespace-separated token
+    instead (a closed symbol set, e.g. linearized trees' brackets and tags),
+    keeping at most `vocab_size` pieces: fewer when the text has fewer tokens.
 
     Raises:
       DataError: `vocab_size` is too small or too large for the text.
@@ -150,6 +153,8 @@ def train_vocab(sentences: Iterable[str], vocab_size: int, seed: int = 1234,
         raise DataError(f"vocab_size={vocab_size} leaves no room for subwords: "
                         f"the {NUM_RESERVED} reserved and byte pieces come first")
     spm.set_random_generator_seed(seed)
+    word_options = {} if model_type == "bpe" else dict(
+        hard_vocab_limit=False, split_by_number=False, split_by_unicode_script=False)
     model = io.BytesIO()
     with tempfile.TemporaryDirectory() as tmp:
         rules = os.path.join(tmp, "whitespace.tsv")
@@ -158,7 +163,7 @@ def train_vocab(sentences: Iterable[str], vocab_size: int, seed: int = 1234,
         try:
             spm.SentencePieceTrainer.train(
                 sentence_iterator=iter(sentences), model_writer=model,
-                model_type="bpe", vocab_size=vocab_size,
+                model_type=model_type, vocab_size=vocab_size, **word_options,
                 pad_id=PAD_ID, eos_id=EOS_ID, unk_id=UNK_ID, bos_id=-1,
                 pad_piece="<pad>", eos_piece="</s>", unk_piece="<unk>",
                 byte_fallback=True, character_coverage=character_coverage,

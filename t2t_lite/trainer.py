@@ -33,6 +33,9 @@ class TrainOptions:
     """How to run training (not what to train: that is HParams)."""
 
     train_steps: int | None = None  # None = hparams.train_steps.
+    # Wall-clock budget of this invocation's training loop (dev evaluations
+    # included): it stops at the first step past it, saves and evaluates.
+    train_minutes: float | None = None
     save_checkpoints_steps: int = 1000
     save_checkpoints_minutes: float = 10.0  # The paper: every 10 minutes.
     keep_checkpoint_max: int = 20  # Enough to average the last 20 (big).
@@ -195,9 +198,14 @@ def train(problem, hparams, output_dir: str, data_dir: str | None = None,
 
     dev = None
     last_save = time.time()
+    deadline = last_save + 60.0 * options.train_minutes if options.train_minutes else None
     loss = rate = float("nan")
     try:
         while step < total_steps:
+            if deadline is not None and time.time() >= deadline:
+                progress.message(f"time budget of {options.train_minutes:g} minutes reached "
+                                 f"at step {step}: saving and stopping")
+                break
             sums = runner.step([next(iterator) for _ in range(hparams.accum_steps)])
             step = int(optimizer.iterations.numpy())
             progress.step_done(step, *sums, learning_rate(step) if progress.bar else 0.0)

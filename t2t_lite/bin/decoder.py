@@ -37,6 +37,9 @@ def parse_args(argv=None):
     parser.add_argument("--return_beams", action="store_true")
     parser.add_argument("--batch_size", type=int, default=64, help="sentences per batch")
     parser.add_argument("--jit", action="store_true", help="compile decoding with XLA")
+    parser.add_argument("--unconstrained", action="store_true",
+                        help="search without the problem's output constraint (wsj_parsing: "
+                        "the beam may then build ill-formed trees)")
     parser.add_argument("--show", type=int, default=5, help="examples to print")
     parser.add_argument("--reference", default=None,
                         help="reference file (one line per input line): print the problem's "
@@ -129,8 +132,10 @@ def main(argv=None) -> int:
         options = decoding.DecodeOptions.from_hparams(
             hparams, beam_size=args.beam_size, alpha=args.alpha,
             extra_length=args.extra_length, batch_size=args.batch_size,
-            return_beams=args.return_beams or None, jit_compile=args.jit or None)
-        print(f"decoding with {path}", file=sys.stderr)
+            return_beams=args.return_beams or None, jit_compile=args.jit or None,
+            constraint=None if args.unconstrained else problem.decode_constraint())
+        constrained = "" if options.constraint is None else ", constrained search"
+        print(f"decoding with {path}{constrained}", file=sys.stderr)
         try:
             if args.decode_from_file or args.decode_interactive:
                 _decode_lines(args, problem, model, hparams, options)

@@ -30,6 +30,9 @@ def parse_args(argv=None):
     parser.add_argument("--data_dir", default=None, help="t2t_lite-datagen output")
     parser.add_argument("--train_steps", type=int, default=None,
                         help="optimizer steps (default: the hparams' train_steps)")
+    parser.add_argument("--train_minutes", type=float, default=None,
+                        help="stop at this wall-clock budget (minutes of this run, dev "
+                        "evaluations included) with a final checkpoint, or at --train_steps")
     parser.add_argument("--save_checkpoints_steps", type=int, default=1000)
     parser.add_argument("--save_checkpoints_minutes", type=float, default=10.0)
     parser.add_argument("--keep_checkpoint_max", type=int, default=20)
@@ -58,6 +61,7 @@ def main(argv=None) -> int:
         hparams = registry.hparams(args.hparams).override(args.hparams_overrides)
         options = trainer.TrainOptions(
             train_steps=args.train_steps,
+            train_minutes=args.train_minutes,
             save_checkpoints_steps=args.save_checkpoints_steps,
             save_checkpoints_minutes=args.save_checkpoints_minutes,
             keep_checkpoint_max=args.keep_checkpoint_max,

@@ -312,11 +312,29 @@ class EvalbF1(Metric):
               sources: Sequence[str] | None = None) -> Score:
         check_lengths(hypotheses, references)
         clean = lambda lines: [line.replace("\n", " ") for line in lines]  # noqa: E731
-        t = evaluate(clean(references), clean(hypotheses), self.params).all
+        gold, test = clean(references), clean(hypotheses)
+        result = evaluate(gold, test, self.params)
+        t = result.all
         f1 = 0.0 if math.isnan(t.fmeasure) else t.fmeasure
-        return Score(self.name, f1,
-                     f"EVALB ({self.params.name}): F1 {f1:.2f}, recall {t.recall:.2f}, "
-                     f"precision {t.precision:.2f}, complete match "
-                     f"{t.summary()['Complete match']:.2f}, tagging {t.tag_accuracy:.2f} "
-                     f"({t.valid} valid, {t.errors} errors, {t.skipped} skipped "
-                     f"of {t.sentences})")
+        line = (f"EVALB ({self.params.name}): F1 {f1:.2f}, recall {t.recall:.2f}, "
+                f"precision {t.precision:.2f}, complete match "
+                f"{t.summary()['Complete match']:.2f}, tagging {t.tag_accuracy:.2f} "
+                f"({t.valid} valid, {t.errors} errors, {t.skipped} skipped of {t.sentences})")
+        if t.errors:
+            line += f"; F1 {strict_f1(result, gold, self.params):.2f} counting errors as unparsed"
+        return Score(self.name, f1, line)
+
+
+def strict_f1(result: Result, gold_lines: Sequence[str], params: Params) -> float:
+    """F1 with every error sentence counted as a parse with no brackets.
+
+    EVALB leaves error sentences (e.g. an ill-formed tree) out of its figures,
+    which flatters a parser that fails on hard sentences; here their gold
+    brackets count in recall's denominator instead.
+    """
+    missed = sum(score_sentence(s.id, gold_lines[s.id - 1], gold_lines[s.id - 1], params).gold
+                 for s in result.sentences if s.status == 1)
+    t = result.all
+    recall = t.matched / (t.gold + missed) if t.gold + missed else 0.0
+    precision = t.matched / t.test if t.test else 0.0
+    return 200.0 * precision * recall / (precision + recall) if precision + recall else 0.0

@@ -1,0 +1,225 @@
+"""English constituency parsing on the Penn Treebank (section 6.3 of the paper).
+
+`wsj_parsing` reads bracketed trees from --raw_dir, in either layout:
+- `.mrg` files anywhere below it, named `wsj_SSNN.mrg` (the LDC layout
+  `wsj/02/wsj_0201.mrg`, or NLTK's `treebank/combined/wsj_0001.mrg`);
+- one-tree-per-line files: `TREES.trees` with a `TREES.ids` beside it giving
+  each line's file id (`wsj_0001<TAB>0`, as `../shared/data/ptb_sample/`), or
+  files named for their split (`train.trees`, `dev.trees`, `test.trees`).
+
+Splits, by file: with the full WSJ (sections 02-21, 22 and 23 present), the
+standard one: 02-21 train (39,832 trees), 22 dev, 23 test. Otherwise NLTK's
+free 10% sample (wsj_0001-wsj_0199) is assumed and split by file number:
+wsj_0001-0159 train (3,396 trees), wsj_0160-0179 dev (273), wsj_0180-0199 test
+(245); other file numbers train.
+
+Each tree is cleaned as parsers conventionally do (`t2t_lite.ptb.clean`:
+traces and empty elements removed with the constituents they empty,
+function tags and indices stripped, the outer empty-labelled bracket
+removed). Source: its words. Target: its linearization (`t2t_lite.ptb`):
+Vinyals et al. 2015's bracket tokens with labelled closing brackets, and the
+POS tag as the word slot, as tensor2tensor keeps it: the words are not
+generated but restored from the input, so the output always has the input's
+words, and EVALB's punctuation deletion and tagging accuracy see real tags.
+
+Vocabularies are separate: the source is SentencePiece BPE of 16K pieces (the
+paper's 16K, --source_vocab_size to change it), the target one piece per
+symbol (`word` model type; about 130 on the sample). Decoding restores the
+words into `(TOP ...)` trees, scored with EVALB's COLLINS.prm
+(`t2t_lite.metrics.evalb`), which deletes the TOP bracket; the search is
+constrained to well-formed trees over exactly the input words
+(`t2t_lite.tree_constraint`; `t2t_lite-decoder --unconstrained` turns it off).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from typing import Iterator
+
+from t2t_lite import ptb
+from t2t_lite.metrics.evalb import EvalbF1
+from t2t_lite.problems.base import ProblemError
+from t2t_lite.problems.text2text import Text2TextProblem
+from t2t_lite.registry import register_problem
+
+STANDARD_SECTIONS = {"train": range(2, 22), "dev": (22,), "test": (23,)}
+SAMPLE_FILES = {"train": range(1, 160), "dev": range(160, 180), "test": range(180, 200)}
+SPLIT_FILES = {"train": ("train.trees", "02-21.10way.clean"), "dev": ("dev.trees", "22.auto.clean"),
+               "test": ("test.trees", "23.auto.clean")}
+_FILE_ID = re.compile(r"wsj_(\d{4})")
+
+
+def file_number(file_id: str) -> int | None:
+    """`wsj_0201` -> 201 (section 2, file 1); None for other names."""
+    match = _FILE_ID.search(file_id)
+    return int(match.group(1)) if match else None
+
+
+class TreeFile:
+    """Trees of one file; `lines`, if set, keeps only those lines (one tree each)."""
+
+    def __init__(self, path: str, lines: set[int] | None = None):
+        self.path = path
+        self.lines = lines
+
+    def trees(self) -> list[ptb.Node]:
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                text = f.read()
+        except UnicodeDecodeError as e:
+            raise ProblemError(f"{self.path}: invalid UTF-8 at byte {e.start}; convert it "
+                               "to UTF-8 and rerun") from None
+        except OSError as e:
+            raise ProblemError(f"{self.path}: cannot read it ({e.strerror or e})") from None
+        if self.lines is not None:
+            rows = text.splitlines()
+            text = "\n".join(rows[i] for i in sorted(self.lines) if i < len(rows))
+        try:
+            return ptb.read_trees(text)
+        except ptb.TreeError as e:
+            raise ProblemError(f"{self.path}: {e}") from None
+
+
+class TreebankCorpus:
+    """One split's trees, as (words, linearized tree) pairs for t2t_lite-datagen."""
+
+    def __init__(self, files: list[TreeFile]):
+        self.files = files
+        self.dropped = 0  # Trees that clean() left empty.
+
+    @property
+    def description(self) -> str:
+        names = [os.path.basename(f.path) for f in self.files]
+        return f"{len(names)} files ({names[0]} .. {names[-1]})" if len(names) > 2 \
+            else ", ".join(names)
+
+    def prepare(self, log=print) -> int:
+        del log
+        return sum(1 for _ in self.pairs())
+
+    def pairs(self) -> Iterator[tuple[str, str]]:
+        self.dropped = 0
+        for f in self.files:
+            for tree in f.trees():
+                tree = ptb.clean(tree)
+                if tree is None:
+                    self.dropped += 1
+                    continue
+                yield " ".join(ptb.words(tree)), ptb.linearize(tree)
+
+    def fingerprint(self):
+        return [[os.path.abspath(f.path), os.path.getsize(f.path), os.stat(f.path).st_mtime_ns,
+                 sorted(f.lines) if f.lines is not None else None] for f in self.files]
+
+
+def find_splits(raw_dir: str) -> dict[str, list[TreeFile]]:
+    """split -> the TreeFiles of `raw_dir` (layouts and splits: the module docstring)."""
+    named = {split: [p for name in names for p in _find(raw_dir, name)]
+             for split, names in SPLIT_FILES.items()}
+    if any(named.values()):
+        return {split: [TreeFile(p) for p in paths] for split, paths in named.items()}
+    units: list[tuple[int, TreeFile]] = []  # (file number, trees)
+    for path in _find(raw_dir, "*.mrg") + _find(raw_dir, "*.MRG"):
+        number = file_number(os.path.basename(path))
+        if number is not None:
+            units.append((number, TreeFile(path)))
+    if not units:
+        units = _lines_by_file(raw_dir)
+    sections = {number // 100 for number, _ in units}
+    standard = {22, 23} <= sections and any(2 <= s <= 21 for s in sections)
+    splits: dict[str, list[TreeFile]] = {split: [] for split in SPLIT_FILES}
+    for number, unit in sorted(units, key=lambda u: (u[0], u[1].path)):
+        if standard:
+            split = next((s for s, secs in STANDARD_SECTIONS.items() if number // 100 in secs),
+                         None)
+        else:
+            split = next((s for s, nums in SAMPLE_FILES.items() if number in nums), "train")
+        if split:
+            splits[split].append(unit)
+    return splits
+
+
+def _lines_by_file(raw_dir: str) -> list[tuple[int, TreeFile]]:
+    """(file number, lines of that file) from `X.trees` + `X.ids` one-tree-per-line pairs."""
+    units = []
+    for path in _find(raw_dir, "*.trees"):
+        ids = path[:-len(".trees")] + ".ids"
+        if not os.path.isfile(ids):
+            continue
+        by_file: dict[int, set[int]] = {}
+        with open(ids, encoding="utf-8") as f:
+            for line_number, line in enumerate(f):
+                number = file_number(line.split("\t")[0])
+                if number is None:
+                    raise ProblemError(f"{ids}, line {line_number + 1}: no wsj_NNNN file id")
+                by_file.setdefault(number, set()).add(line_number)
+        units += [(number, TreeFile(path, lines)) for number, lines in by_file.items()]
+    return units
+
+
+def _find(raw_dir: str, pattern: str) -> list[str]:
+    return sorted(glob.glob(os.path.join(glob.escape(raw_dir), "**", pattern), recursive=True))
+
+
+@register_problem("wsj_parsing")
+class WsjParsing(Text2TextProblem):
+    """Penn Treebank WSJ constituency parsing as sequence to sequence (section 6.3)."""
+
+    source_lang = "en"
+    target_lang = "tree"
+    shared_vocab = False
+    default_source_vocab_size = 16_384  # Section 6.3: "a vocabulary of 16K tokens".
+    default_target_vocab_size = 1_000  # At most: one piece per bracket or tag symbol.
+    shard_size = 20_000
+
+    def __init__(self):
+        super().__init__()
+        self._constraints = {}  # data_dir -> TreeConstraint
+
+    def vocab_model_type(self, side: str) -> str:
+        return "word" if side == "target" else "bpe"
+
+    def corpora(self, raw_dir: str | None, options) -> dict:
+        if not raw_dir:
+            raise ProblemError("wsj_parsing reads the Penn Treebank from local files: pass "
+                               "--raw_dir=DIR holding wsj/SS/wsj_SSNN.mrg files (or NLTK's "
+                               "sample, e.g. ../shared/data/ptb_sample)")
+        if not os.path.isdir(raw_dir):
+            raise ProblemError(f"--raw_dir {raw_dir}: no such directory")
+        splits = find_splits(raw_dir)
+        for split, files in splits.items():
+            if not files:
+                raise ProblemError(
+                    f"{raw_dir}: no {split} trees found; it needs wsj_SSNN.mrg files (sections "
+                    "02-21, 22 and 23, or NLTK's wsj_0001-0199), X.trees with X.ids, or "
+                    "train.trees, dev.trees and test.trees")
+        return {split: TreebankCorpus(files) for split, files in splits.items()}
+
+    def eval_metrics(self):
+        """EVALB's labelled F1 with COLLINS.prm, as parsing papers report."""
+        return [EvalbF1("COLLINS")]
+
+    def format_output(self, source: str, output: str) -> str:
+        """A linearized tree -> `(TOP ...)` over the input's words.
+
+        An ill-formed one (only possible with --unconstrained) becomes a flat
+        tree of XX tags over the words, which EVALB counts as an error sentence.
+        """
+        words = source.split()
+        try:
+            return ptb.to_string(ptb.delinearize(output, words), top="TOP")
+        except ptb.TreeError:
+            return "(TOP " + " ".join(f"(XX {w})" for w in words) + ")"
+
+    def decode_constraint(self):
+        """The tree constraint over this data_dir's vocabularies (built once)."""
+        from t2t_lite.tree_constraint import TreeConstraint
+
+        if self.data_dir not in self._constraints:
+            target, source = self.target_vocab, self.source_vocab
+            self._constraints[self.data_dir] = TreeConstraint(
+                [target.id_to_piece(i) for i in range(target.vocab_size)],
+                [source.id_to_piece(i) for i in range(source.vocab_size)])
+        return self._constraints[self.data_dir]
