@@ -87,7 +87,7 @@ class TreebankCorpus:
 
     def __init__(self, files: list[TreeFile]):
         self.files = files
-        self.dropped = 0  # Trees that clean() left empty.
+        self.dropped = 0  # Trees that clean() left empty or with an unlabelled phrase.
 
     @property
     def description(self) -> str:
@@ -104,10 +104,14 @@ class TreebankCorpus:
         for f in self.files:
             for tree in f.trees():
                 tree = ptb.clean(tree)
-                if tree is None:
+                try:
+                    target = ptb.linearize(tree) if tree is not None else None
+                except ptb.TreeError:  # An unlabelled inner phrase: nothing to learn.
+                    target = None
+                if target is None:
                     self.dropped += 1
                     continue
-                yield " ".join(ptb.words(tree)), ptb.linearize(tree)
+                yield " ".join(ptb.words(tree)), target
 
     def fingerprint(self):
         return [[os.path.abspath(f.path), os.path.getsize(f.path), os.stat(f.path).st_mtime_ns,

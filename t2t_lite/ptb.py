@@ -56,7 +56,13 @@ def read_trees(text: str) -> list[Node]:
         holding a word next to other elements.
     """
     trees, stack = [], []
-    tokens = _TOKEN.findall(text)
+    matches = list(_TOKEN.finditer(text))
+    tokens = [m.group() for m in matches]
+
+    def near(i):  # The text around token i, for messages.
+        start = matches[min(i, len(matches) - 1)].start() if matches else 0
+        return _quote(text[max(0, start - 40):start + 40])
+
     i, n = 0, len(tokens)
     while i < n:
         token = tokens[i]
@@ -67,20 +73,21 @@ def read_trees(text: str) -> list[Node]:
             if i + 1 < n and tokens[i + 1] not in (OPEN, CLOSE):  # (TAG word)
                 if i + 2 >= n or tokens[i + 2] != CLOSE:
                     raise TreeError(f"a bracket holds a word and more ({label} "
-                                    f"{tokens[i + 1]} ...) in {_quote(text)}")
+                                    f"{tokens[i + 1]} ...) near {near(i)}")
                 _attach(Node(label, word=tokens[i + 1]), stack, trees)
                 i += 3
                 continue
             stack.append(Node(label))
         elif token == CLOSE:
             if not stack:
-                raise TreeError(f"a close bracket with nothing open in {_quote(text)}")
+                raise TreeError(f"a close bracket with nothing open near {near(i)}")
             _attach(stack.pop(), stack, trees)
         else:
-            raise TreeError(f"text outside brackets ({token!r}) in {_quote(text)}")
+            raise TreeError(f"text outside brackets ({token!r}) near {near(i)}")
         i += 1
     if stack:
-        raise TreeError(f"{len(stack)} bracket(s) left open in {_quote(text)}")
+        raise TreeError(f"{len(stack)} bracket(s) left open at the end of "
+                        f"{_quote(text[-80:])}")
     return trees
 
 
@@ -97,15 +104,17 @@ def strip_label(label: str) -> str:
 
 def clean(tree: Node) -> Node | None:
     """A copy without -NONE- elements, emptied phrases, function tags and the outer
-    empty-labelled bracket (kept, labelled TOP, when it holds several phrases);
-    None when nothing is left."""
+    empty-labelled bracket (kept, labelled TOP, when it holds several phrases or a
+    lone word); None when nothing is left."""
     node = _clean(tree)
     if node is None:
         return None
     if node.label == "" and not node.is_preterminal:
-        if len(node.children) == 1:
+        if len(node.children) == 1 and not node.children[0].is_preterminal:
             return node.children[0]
         node.label = "TOP"
+    elif node.is_preterminal:  # A bare (TAG word): the target needs a phrase.
+        node = Node("TOP", [node])
     return node
 
 
@@ -154,6 +163,8 @@ def linearize(tree: Node) -> str:
         if node.is_preterminal:
             tokens.append(node.label)
             return
+        if not node.label or token_kind(OPEN + node.label) != "open":
+            raise TreeError(f"a phrase without a label in {_quote(to_string(tree, None))}")
         tokens.append(OPEN + node.label)
         for child in node.children:
             walk(child)
@@ -192,10 +203,12 @@ def delinearize(target: str, words: list[str]) -> Node:
     stack: list[Node] = []
     root = None
     used = 0
+    def where():
+        return f"token {position} ({token!r}) of {_quote(target)}"
+
     for position, token in enumerate(tokens, 1):
-        where = f"token {position} ({token!r}) of {_quote(target)}"
         if root is not None:
-            raise TreeError(f"{where}: the tree already closed")
+            raise TreeError(f"{where()}: the tree already closed")
         kind = token_kind(token)
         if kind == "open":
             node = Node(token_label(token))
@@ -204,19 +217,19 @@ def delinearize(target: str, words: list[str]) -> Node:
             stack.append(node)
         elif kind == "close":
             if not stack:
-                raise TreeError(f"{where}: nothing is open")
+                raise TreeError(f"{where()}: nothing is open")
             if stack[-1].label != token_label(token):
-                raise TreeError(f"{where}: the open phrase is {stack[-1].label}")
+                raise TreeError(f"{where()}: the open phrase is {stack[-1].label}")
             if not stack[-1].children:
-                raise TreeError(f"{where}: the phrase is empty")
+                raise TreeError(f"{where()}: the phrase is empty")
             node = stack.pop()
             if not stack:
                 root = node
         else:
             if not stack:
-                raise TreeError(f"{where}: a word outside every phrase")
+                raise TreeError(f"{where()}: a word outside every phrase")
             if used >= len(words):
-                raise TreeError(f"{where}: more word slots than the {len(words)} words")
+                raise TreeError(f"{where()}: more word slots than the {len(words)} words")
             stack[-1].children.append(Node(token, word=words[used]))
             used += 1
     if root is None:

@@ -90,6 +90,7 @@ class _Progress:
         self.total_steps = total_steps
         self.log = log
         self.first_step = self.window_step = first_step
+        self.deadline = None  # time.time() at which a --train_minutes budget ends.
         # The bar counts this session's steps, so its rate and ETA are right after a resume.
         self.bar = keras.utils.Progbar(
             total_steps - first_step, unit_name="step",
@@ -123,6 +124,8 @@ class _Progress:
         if steps <= 0:
             return "?"
         seconds = int((self.total_steps - step) * elapsed / steps)
+        if self.deadline is not None:  # --train_minutes: whichever ends first.
+            seconds = max(0, min(seconds, int(self.deadline - time.time())))
         hours, rest = divmod(seconds, 3600)
         return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
 
@@ -183,8 +186,9 @@ def train(problem, hparams, output_dir: str, data_dir: str | None = None,
         log(f"resumed from {restored} at step {int(optimizer.iterations.numpy())}")
     runner = StepRunner(model, optimizer, strategy, hparams.label_smoothing,
                         hparams.accum_steps, options.jit_compile)
+    budget = f" or {options.train_minutes:g} minutes" if options.train_minutes else ""
     log(f"training {problem.name} with {model.count_params():,} parameters on "
-        f"{replicas} replica(s), {total_steps} steps")
+        f"{replicas} replica(s), {total_steps} steps{budget}")
     step = int(optimizer.iterations.numpy())
     progress = _Progress(output_dir, total_steps, step, log, options.progress_bar)
     evaluator = DevEvaluator.create(
@@ -199,6 +203,7 @@ def train(problem, hparams, output_dir: str, data_dir: str | None = None,
     dev = None
     last_save = time.time()
     deadline = last_save + 60.0 * options.train_minutes if options.train_minutes else None
+    progress.deadline = deadline
     loss = rate = float("nan")
     try:
         while step < total_steps:

@@ -43,6 +43,20 @@ def test_clean_keeps_a_root_of_several_phrases_as_top_and_drops_an_all_trace_tre
     assert ptb.clean(ptb.read_trees("( (S (-NONE- *T*)))")[0]) is None
 
 
+def test_a_lone_word_stays_a_phrase_and_an_unlabelled_phrase_is_refused():
+    lone = ptb.clean(ptb.read_trees("( (NN x))")[0])
+    assert ptb.linearize(lone) == "(TOP NN )TOP"
+    assert ptb.to_string(ptb.delinearize("(TOP NN )TOP", ["x"]), top=None) == "(TOP (NN x))"
+    with pytest.raises(ptb.TreeError):
+        ptb.linearize(ptb.clean(ptb.read_trees("((S (NP (NN a)) ( (NN b))))")[0]))
+
+
+def test_read_errors_quote_the_bad_place():
+    text = "( (S (NN a)))\n" * 50 + "( (S (NN b) oops))\n"
+    with pytest.raises(ptb.TreeError, match="oops"):
+        ptb.read_trees(text)
+
+
 def test_linearize_and_back():
     tree = ptb.clean(ptb.read_trees(MRG)[0])
     target = ptb.linearize(tree)

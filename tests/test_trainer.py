@@ -135,6 +135,16 @@ def test_checkpoints_every_m_minutes(tiny_hparams, tmp_path):
     assert checkpoints.list_checkpoints(str(tmp_path)) == ["ckpt-1", "ckpt-2", "ckpt-3"]
 
 
+def test_train_minutes_stops_at_the_budget_with_a_checkpoint(tiny_hparams, tmp_path):
+    # A budget shorter than the first step: one step, then a clean stop.
+    result, lines = _train(tiny_hparams, tmp_path, 1000, train_minutes=1e-6)
+    assert result.step == 1
+    assert checkpoints.list_checkpoints(str(tmp_path)) == ["ckpt-1"]
+    assert any("time budget of 1e-06 minutes reached at step 1" in line for line in lines)
+    resumed, _ = _train(tiny_hparams, tmp_path, 1000, train_minutes=1e-6)
+    assert resumed.step == 2  # The budget counts from each start.
+
+
 def test_mixed_precision_keeps_logits_float32(tiny_hparams, tmp_path):
     from t2t_lite.model import Transformer
 

@@ -1,0 +1,67 @@
+"""Labelled F1 (EVALB, COLLINS.prm) of a wsj_parsing run, with and without the tree constraint.
+
+    python benchmarks/parsing.py --output_dir=runs/parse --checkpoints=ckpt-3900,ckpt-7800
+
+For each checkpoint, decodes the problem's test split (held-out files) with
+the run's decoding hparams (beam 21, alpha 0.3, input + 300 for `parsing` and
+`parsing_small`), once with the constrained search and once without, and
+prints one JSON line each: step, F1 as EVALB computes it (error sentences left
+out), F1 counting error sentences as unparsed, the error count, and the wall
+time of the decode. The recipe that trains such a run is in the README
+("Constituency parsing").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--output_dir", required=True)
+    parser.add_argument("--checkpoints", default="", help="comma-separated (default newest)")
+    parser.add_argument("--data_dir", default=None)
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--beam_size", type=int, default=None)
+    parser.add_argument("--modes", default="constrained,unconstrained")
+    args = parser.parse_args()
+
+    from t2t_lite import checkpoints, decoding, registry
+    from t2t_lite.metrics.evalb import evaluate, load_params, strict_f1
+
+    params = load_params("COLLINS")
+    params = type(params)(**{**params.__dict__, "max_error": None})
+    for name in args.checkpoints.split(",") if args.checkpoints else [None]:
+        model, hparams, info, path = checkpoints.load_model(args.output_dir, name)
+        problem = registry.problem(info["problem"])
+        problem.set_data_dir(args.data_dir or info.get("data_dir"))
+        for mode in args.modes.split(","):
+            options = decoding.DecodeOptions.from_hparams(
+                hparams, beam_size=args.beam_size,
+                constraint=problem.decode_constraint() if mode == "constrained" else None)
+            start = time.time()
+            report = decoding.decode_split(problem, model, args.split, options)
+            seconds = time.time() - start
+            result = evaluate(report.references, report.hypotheses, params)
+            t = result.all
+            print(json.dumps({
+                "checkpoint": os.path.basename(path), "mode": mode, "split": args.split,
+                "sentences": t.sentences, "beam_size": options.beam_size,
+                "alpha": options.alpha, "extra_length": options.extra_length,
+                "f1": round(t.fmeasure, 2), "recall": round(t.recall, 2),
+                "precision": round(t.precision, 2),
+                "f1_errors_as_unparsed": round(strict_f1(result, report.references, params), 2),
+                "errors": t.errors, "skipped": t.skipped,
+                "tagging": round(t.tag_accuracy, 2), "decode_seconds": round(seconds, 1)}),
+                flush=True)
+
+
+if __name__ == "__main__":
+    main()
