@@ -129,6 +129,12 @@ class Problem(abc.ABC):
         del source
         return output
 
+    def format_reference(self, reference: str) -> str:
+        """A user's reference line (decoder --reference) in the form `format_output`
+        writes, so the two compare like with like. The identity by default;
+        parsing cleans a raw treebank tree the way its gold trees are."""
+        return reference
+
     def decode_constraint(self):
         """A search constraint (`t2t_lite.decoding.search`) the decoder applies by
         default, or None: the plain search (translation). Parsing returns

@@ -217,6 +217,17 @@ class WsjParsing(Text2TextProblem):
         except ptb.TreeError:
             return "(TOP " + " ".join(f"(XX {w})" for w in words) + ")"
 
+    def format_reference(self, reference: str) -> str:
+        """A raw treebank tree (`( (S (NP-SBJ ...) ...))`, traces and all) cleaned as
+        the problem's gold trees are, as `(TOP ...)`; unreadable lines stay as they are
+        (EVALB reports them)."""
+        try:
+            trees = ptb.read_trees(reference)
+            tree = ptb.clean(trees[0]) if len(trees) == 1 else None
+        except ptb.TreeError:
+            return reference
+        return ptb.to_string(tree, top="TOP") if tree is not None else reference
+
     def decode_constraint(self):
         """The tree constraint over this data_dir's vocabularies (built once)."""
         from t2t_lite.tree_constraint import TreeConstraint

@@ -64,6 +64,14 @@ def test_format_output_restores_the_words_and_marks_ill_formed_trees():
     assert problem.format_output("The dog", "(S DT )S") == "(TOP (XX The) (XX dog))"
 
 
+def test_reference_trees_are_cleaned_like_the_gold_trees():
+    problem = registry.problem("wsj_parsing")
+    raw = "( (S (NP-SBJ-1 (DT The) (NN dog)) (VP (VBD barked) (NP (-NONE- *-1))) (. .)) )"
+    assert problem.format_reference(raw) == \
+        "(TOP (S (NP (DT The) (NN dog)) (VP (VBD barked)) (. .)))"
+    assert problem.format_reference("(S (NN a)") == "(S (NN a)"  # EVALB will say why.
+
+
 def test_evalb_metric_reports_errors_as_unparsed():
     gold = ["(TOP (S (NP (DT The) (NN dog)) (VP (VBD barked)) (. .)))",
             "(TOP (S (NP (DT A) (NN cat)) (VP (VBD sat)) (. .)))"]
@@ -116,8 +124,15 @@ def test_decoder_writes_trees_over_the_input_words(parsing_run, tmp_path):
     source = tmp_path / "in.txt"
     source.write_text("\n".join(lines) + "\n")
     target = tmp_path / "out.txt"
-    _run("t2t_lite.bin.decoder", f"--output_dir={out}", f"--decode_from_file={source}",
-         f"--decode_to_file={target}", "--beam_size=3", "--extra_length=30")
+    gold = tmp_path / "gold.txt"  # Raw treebank form: outer ( ), function tags.
+    gold.write_text(
+        "( (S (NP-SBJ (DT the) (NN dog)) (VP (VBD saw) (NP (DT a) (NN cat))) (. .)) )\n"
+        "( (S (NP-SBJ (DT a) (NN man)) (VP (VBD fed) (NP (DT the) (NN bird))) (. .)) )\n"
+        "( (NP (NN dog)) )\n")
+    result = _run("t2t_lite.bin.decoder", f"--output_dir={out}", f"--decode_from_file={source}",
+                  f"--decode_to_file={target}", "--beam_size=3", "--extra_length=30",
+                  f"--reference={gold}")
+    assert "EVALB (COLLINS.prm): F1" in result.stdout
     trees = target.read_text().splitlines()
     assert len(trees) == 3
     for line, tree in zip(lines, trees):

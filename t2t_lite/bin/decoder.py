@@ -114,6 +114,7 @@ def _decode_lines(args, problem, model, hparams, options):
     else:
         print(text)
     if references is not None:
+        references = [problem.format_reference(r) for r in references]
         for score in problem.evaluate([beams[0][0] for beams in results], references, lines):
             print(score.line)
 
