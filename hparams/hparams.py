@@ -31,6 +31,8 @@ import types
 import typing
 
 MODEL_SHAPING = "model_shaping"
+# Keras dtype policies `HParams.precision` accepts (variables are float32 under all).
+PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
 
 
 def _shaping(default):
@@ -80,7 +82,10 @@ class HParams:
     length_bucket_step: float = 1.1  # Each boundary is this times the previous one.
     accum_steps: int = 1  # Gradient accumulation: 8 emulates the paper's 8 GPUs.
     train_steps: int = 100_000
-    mixed_precision: bool = False  # float16 compute; logits and loss stay float32.
+    # Keras dtype policy: "float32", "mixed_bfloat16" (TPUs, recent GPUs) or
+    # "mixed_float16" (dynamic loss scaling). Logits and loss stay float32.
+    precision: str = "float32"
+    mixed_precision: bool = False  # Old spelling of precision=mixed_float16 (hparams.json).
     # --- Decoding (section 6.1) ---
     beam_size: int = 4
     alpha: float = 0.6  # GNMT length penalty exponent.
@@ -110,6 +115,11 @@ class HParams:
             _check(getattr(self, name) >= 1, f"{name} must be >= 1")
         _check(self.extra_length >= 0, "extra_length must be >= 0")
         _check(self.length_bucket_step > 1.0, "length_bucket_step must be > 1")
+        _check(self.precision in PRECISIONS,
+               f"precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}")
+        _check(not self.mixed_precision or self.precision in ("float32", "mixed_float16"),
+               f"mixed_precision=true means precision=mixed_float16 and contradicts "
+               f"precision={self.precision}; set only precision")
 
     @property
     def key_dim(self) -> int:
@@ -120,6 +130,11 @@ class HParams:
     def value_dim(self) -> int:
         """d_v, per head."""
         return self.d_v if self.d_v is not None else self.d_model // self.num_heads
+
+    @property
+    def dtype_policy(self) -> str:
+        """The Keras dtype policy in effect: `precision`; "mixed_float16" for mixed_precision."""
+        return "mixed_float16" if self.mixed_precision else self.precision
 
     def override(self, overrides: str) -> HParams:
         """Returns a copy with `"name=value,name=value"` applied, type-checked."""

@@ -63,8 +63,11 @@ def parsing_small() -> HParams:
         d_model=256,
         d_ff=1024,
         num_heads=4,
-        dropout_rate=0.3,  # 3.4K trees are seen ~50 times in an hour: regularize more.
-        attention_dropout_rate=0.2,  # As parsing.
+        # 0.3 / 0.2 underfit in the first hour (train NLL 1.07 above dev 0.94 at
+        # step 3,600, dev F1 23.5 at step 3,000); dev selection (best/) guards
+        # against the overfitting lower dropout allows later.
+        dropout_rate=0.1,
+        attention_dropout_rate=0.1,
         warmup_steps=1000,
         batch_size=2048,
         max_length=256,  # Covers the sample's longest linearized tree.

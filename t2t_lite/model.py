@@ -169,7 +169,7 @@ class Transformer(keras.Model):
             LayerConfig.from_hparams(hparams), source_vocab_size, target_vocab_size,
             num_layers=hparams.num_layers, positional_encoding=hparams.positional_encoding,
             max_length=hparams.max_length, shared_embedding=hparams.shared_embedding,
-            dtype="mixed_float16" if hparams.mixed_precision else None,
+            dtype=None if hparams.dtype_policy == "float32" else hparams.dtype_policy,
         )
         model.build_weights()
         return model

@@ -5,7 +5,8 @@
 to the checkpoints, and every later tool reads them back. A new run in a
 directory that already holds a run must agree on the problem and on every
 model-shaping hparam. Files written before separate vocabularies existed hold
-one "vocab_size"; it is read as both sizes.
+one "vocab_size"; it is read as both sizes. `precision` may change on resume
+except to or from "mixed_float16", whose optimizer checkpoints a loss scale.
 """
 
 from __future__ import annotations
@@ -66,6 +67,11 @@ def holds_weights(output_dir: str) -> bool:
                for name in os.listdir(folder))
 
 
+def _loss_scaled(hparams: HParams) -> bool:
+    """Whether the optimizer of `hparams` is a LossScaleOptimizer (`trainer.make_optimizer`)."""
+    return hparams.dtype_policy == "mixed_float16"
+
+
 def prepare_run(output_dir: str, hparams: HParams, problem_name: str,
                 source_vocab_size: int, target_vocab_size: int,
                 data_dir: str | None = None) -> None:
@@ -76,7 +82,8 @@ def prepare_run(output_dir: str, hparams: HParams, problem_name: str,
 
     Raises:
       RunDirError: when the directory holds checkpoints of another problem, of a
-        model with different model-shaping hparams, or of other vocabulary sizes.
+        model with different model-shaping hparams, of other vocabulary sizes, or
+        of a run with (or without) the loss scale that this one lacks (has).
     """
     if os.path.exists(os.path.join(output_dir, HPARAMS_FILE)) and holds_weights(output_dir):
         old_hparams, info = read_run(output_dir)
@@ -94,6 +101,12 @@ def prepare_run(output_dir: str, hparams: HParams, problem_name: str,
             raise RunDirError(
                 f"{output_dir} holds checkpoints of a different model ({'; '.join(diff)}); "
                 "use another --output_dir or the same hparams"
+            )
+        if _loss_scaled(hparams) != _loss_scaled(old_hparams):
+            raise RunDirError(
+                f"{output_dir} holds checkpoints of a precision={old_hparams.dtype_policy} run; "
+                f"a precision={hparams.dtype_policy} run cannot resume its optimizer (only "
+                "mixed_float16 has a loss scale); use another --output_dir or that precision"
             )
     atomic_write_text(os.path.join(output_dir, HPARAMS_FILE), hparams.to_json() + "\n")
     atomic_write_text(

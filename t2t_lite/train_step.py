@@ -10,6 +10,11 @@ gradient one replica would compute on the same global batch:
 Each replica differentiates its *sum* of token losses; the token total is
 all-reduced; the Keras optimizer sums the replicas' gradients when it applies
 them (keras/src/backend/tensorflow/optimizer.py, `_all_reduce_sum_gradients`).
+
+With a `keras.optimizers.LossScaleOptimizer` (precision "mixed_float16") the
+summed loss is multiplied by the loss scale before differentiating; the
+optimizer divides it out, and skips the update (halving the scale) when a
+gradient overflowed on any replica (`_skip_together`).
 """
 
 from __future__ import annotations
@@ -20,6 +25,23 @@ import tensorflow as tf
 from t2t_lite.losses import smoothed_cross_entropy_sums
 
 SUM = tf.distribute.ReduceOp.SUM
+
+
+def _skip_together(grads, context):
+    """The gradients, made non-finite on every replica when one replica's are.
+
+    Under a MirroredStrategy, Keras' LossScaleOptimizer decides whether to skip
+    an update from the first replica's own gradients, before the replicas' are
+    summed (`_tf_apply` in keras/src/optimizers/loss_scale_optimizer.py): an
+    overflow on another replica would be applied and turn the weights into
+    NaN. Adding 0 (or NaN on every replica) leaves finite gradients exact.
+    """
+    if context.num_replicas_in_sync == 1:
+        return grads
+    finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in grads])
+    overflows = context.all_reduce(SUM, 1.0 - tf.cast(finite, tf.float32))
+    poison = tf.where(overflows > 0.0, float("nan"), 0.0)
+    return [g + tf.cast(poison, g.dtype) for g in grads]
 
 
 class StepRunner:
@@ -104,6 +126,8 @@ class StepRunner:
         context = tf.distribute.get_replica_context()
         total_tokens = tf.maximum(context.all_reduce(SUM, local_tokens), 1.0)
         grads = [g / tf.cast(total_tokens, g.dtype) for g in grads]
+        if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
+            grads = _skip_together(grads, context)
         self.optimizer.apply_gradients(zip(grads, self.variables))
         for accumulator in self.accumulators:
             accumulator.assign(tf.zeros_like(accumulator))

@@ -56,7 +56,12 @@ class TrainResult:
 
 
 def make_optimizer(hparams) -> keras.optimizers.Optimizer:
-    """Adam with the paper's betas, epsilon and equation-3 learning rate."""
+    """Adam with the paper's betas, epsilon and equation-3 learning rate.
+
+    Under precision "mixed_float16" it is wrapped in a dynamic
+    `keras.optimizers.LossScaleOptimizer`: float16 gradients underflow without
+    loss scaling. bfloat16 has float32's exponent range and needs none.
+    """
     schedule = TransformerSchedule(
         hparams.d_model, hparams.warmup_steps, hparams.learning_rate_scale
     )
@@ -66,7 +71,7 @@ def make_optimizer(hparams) -> keras.optimizers.Optimizer:
         beta_2=hparams.adam_beta2,
         epsilon=hparams.adam_epsilon,
     )
-    if hparams.mixed_precision:
+    if hparams.dtype_policy == "mixed_float16":
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     return optimizer
 
@@ -212,8 +217,10 @@ def train(problem, hparams, output_dir: str, data_dir: str | None = None,
                                  f"at step {step}: saving and stopping")
                 break
             sums = runner.step([next(iterator) for _ in range(hparams.accum_steps)])
-            step = int(optimizer.iterations.numpy())
+            previous, step = step, int(optimizer.iterations.numpy())
             progress.step_done(step, *sums, learning_rate(step) if progress.bar else 0.0)
+            if step == previous:  # The loss scale overflowed: no update, nothing to save.
+                continue
             if step % options.log_every_steps == 0 or step == total_steps:
                 loss, rate = progress.flush(step, learning_rate(step))
             minutes = (time.time() - last_save) / 60.0

@@ -110,7 +110,7 @@ def test_model_shaping_fields_come_from_field_metadata():
     # Every marked field, and no other, shows in the diff.
     other = {bool: lambda v: not v, int: lambda v: v * 2, float: lambda v: v * 2 or 0.5,
              type(None): lambda v: 16}
-    strings = {"model": "other", "positional_encoding": "learned"}
+    strings = {"model": "other", "positional_encoding": "learned", "precision": "mixed_bfloat16"}
     for field in dataclasses.fields(HParams):
         old = getattr(h, field.name)
         new = strings[field.name] if isinstance(old, str) else other[type(old)](old)
