@@ -172,7 +172,10 @@ class _InfOnSecondReplica(StepRunner):
 def test_an_overflow_on_one_replica_skips_the_update_on_all(fast_hparams):
     # Keras takes the first replica's verdict: without StepRunner's agreement
     # the second replica's inf reaches the summed gradient and every weight is NaN.
-    two = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    # ReductionToOneDevice: other tests in this process made strategies whose
+    # collective instance keys a new collective strategy would reuse.
+    two = tf.distribute.MirroredStrategy(
+        ["/cpu:0", "/cpu:1"], cross_device_ops=tf.distribute.ReductionToOneDevice())
     model, optimizer, runner = _build(fast_hparams, two, scaled={"initial_scale": 2.0 ** 10},
                                       runner=_InfOnSecondReplica)
     weights = _values(model.trainable_variables)
