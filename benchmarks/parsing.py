@@ -14,6 +14,7 @@ time of the decode. The recipe that trains such a run is in the README
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -36,8 +37,7 @@ def main():
     from t2t_lite import checkpoints, decoding, registry
     from t2t_lite.metrics.evalb import evaluate, load_params, strict_f1
 
-    params = load_params("COLLINS")
-    params = type(params)(**{**params.__dict__, "max_error": None})
+    params = dataclasses.replace(load_params("COLLINS"), max_error=None)  # Score every line.
     for name in args.checkpoints.split(",") if args.checkpoints else [None]:
         model, hparams, info, path = checkpoints.load_model(args.output_dir, name)
         problem = registry.problem(info["problem"])
