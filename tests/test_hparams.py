@@ -33,6 +33,17 @@ def test_big_parsing_tiny():
     assert (tiny.num_layers, tiny.d_model, tiny.d_ff, tiny.num_heads) == (2, 128, 512, 4)
 
 
+def test_multi30k_is_base_at_the_keras_hub_baseline_size():
+    """multi30k changes only size, dropout, warm-up and batching: the paper's model."""
+    base, m30k = registry.hparams("base"), registry.hparams("multi30k")
+    changed = {f.name for f in dataclasses.fields(base)
+               if getattr(base, f.name) != getattr(m30k, f.name)}
+    assert changed == {"num_layers", "d_model", "d_ff", "num_heads", "dropout_rate",
+                       "warmup_steps", "batch_size", "max_length"}
+    assert (m30k.num_layers, m30k.d_model, m30k.d_ff, m30k.num_heads) == (3, 256, 1024, 4)
+    assert (m30k.dropout_rate, m30k.warmup_steps, m30k.batch_size) == (0.2, 1000, 2048)
+
+
 @pytest.mark.parametrize("name, field, value, key_dim, value_dim", [
     ("base_a_h1", "num_heads", 1, 512, 512),
     ("base_a_h4", "num_heads", 4, 128, 128),

@@ -26,7 +26,7 @@ def test_plain_lines_or_a_bar(tiny_hparams, tmp_path, capsys):
     _train(tiny_hparams, tmp_path / "a", False, lines)
     steps = [line for line in lines if line.startswith("step ")]
     assert [line.split()[1] for line in steps] == ["3/6", "6/6"]
-    assert all(" tok/s  ETA " in line for line in steps)
+    assert all(" tok/s  MFU " in line and "%  ETA " in line for line in steps)
     capsys.readouterr()
 
     lines = []

@@ -9,6 +9,11 @@ Every --eval_every_steps steps and at the end it evaluates on the dev split (dev
 loss, and the problem's metric on greedy decodes of a bounded subset), writes
 both to TensorBoard (OUTPUT_DIR/dev) and keeps the best weights by that metric
 in OUTPUT_DIR/best/ (decode them with --checkpoint=best).
+
+On several machines, start the same command on each with its TF_CONFIG (the
+cluster and this task); the workers train in lockstep under
+MultiWorkerMirroredStrategy and the chief writes OUTPUT_DIR, which every worker
+must see (README "Training on several machines").
 """
 
 from __future__ import annotations
@@ -55,8 +60,10 @@ def main(argv=None) -> int:
     args = parse_args(argv)
 
     def run():
-        from t2t_lite import evaluation, registry, trainer
+        from t2t_lite import cluster, evaluation, registry, trainer
 
+        # First: a multi-worker TF_CONFIG configures collectives before any op runs.
+        strategy = cluster.strategy_from_environment()
         problem = registry.problem(args.problem)
         hparams = registry.hparams(args.hparams).override(args.hparams_overrides)
         options = trainer.TrainOptions(
@@ -75,7 +82,7 @@ def main(argv=None) -> int:
                 eval_decode_minutes=args.eval_decode_minutes),
         )
         result = trainer.train(problem, hparams, args.output_dir, args.data_dir, options,
-                               log=lambda line: print(line, flush=True))
+                               strategy=strategy, log=lambda line: print(line, flush=True))
         print(f"done: step {result.step}, checkpoint {result.checkpoint}")
 
     return common.run("t2t_lite-trainer", run, args.verbose)

@@ -1,0 +1,132 @@
+"""Training throughput and MFU of t2t_lite, measured like ../shared/bench/train_torch.py.
+
+    python benchmarks/train_speed.py --size bench     # or base, or all (default)
+    python benchmarks/train_speed.py --size all --jit on
+
+The trainer's own step (`t2t_lite.trainer.build_state` + `train_step.StepRunner`:
+the Transformer, label-smoothed loss, Adam with equation 3, under the default
+MirroredStrategy) on the peers' workload: "bench" (N=3, d_model 256, d_ff 1024,
+h=4, vocabulary 8192, 32 sentences of 32 source and 32 target tokens) and
+"base" (the paper's base, vocabulary 32768, 64 x 32 + 64 x 32), random ids in
+[3, V) with a fixed seed and no padding, 8 batches cycled, 2 intra-op threads,
+3 (bench) / 2 (base) warm-up steps then up to 15 / 7 timed steps.
+
+One JSON line per size: target tokens/s (median, best, worst over steps), model
+GFLOP/s and MFU. The FLOP count is `../shared/bench/_common.py`'s when that
+file is there (the number every peer is divided by), else `t2t_lite.flops`
+(the same formula over t2t_lite's own weights: no attention biases); the peak
+is the best TensorFlow float32 matmul measured in this run (`t2t_lite.flops.
+matmul_peak` over 1024-3072). `--jit auto` (the default) is what the trainer does
+without flags. `benchmarks/train_side_by_side.sh` runs it beside the peers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+THREADS = int(os.environ.get("BENCH_THREADS", "2"))
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+tf.config.threading.set_intra_op_parallelism_threads(THREADS)
+
+from t2t_lite import flops, registry, trainer  # noqa: E402
+from t2t_lite.train_step import StepRunner  # noqa: E402
+
+# name: (hparams overrides of base, vocabulary, sentences, source length, target length)
+SIZES = {
+    "bench": ("num_layers=3,d_model=256,d_ff=1024,num_heads=4", 8192, 32, 32, 32),
+    "base": ("", 32768, 64, 32, 32),
+}
+STEPS = {"bench": (3, 15), "base": (2, 7)}  # (warm-up, timed), as train_torch.py.
+
+
+def shared_flops(size: str):
+    """Training FLOPs per step by ../shared/bench/_common.py, or None without it."""
+    bench = os.path.join(HERE, "..", "..", "shared", "bench")
+    if not os.path.exists(os.path.join(bench, "_common.py")):
+        return None
+    sys.path.insert(0, bench)
+    try:
+        from _common import CONFIGS, train_flops_per_step
+    finally:
+        sys.path.remove(bench)
+    return float(train_flops_per_step(CONFIGS[size])["total"])
+
+
+class _VocabProblem:
+    """What `build_state` reads of a problem: the vocabulary sizes."""
+
+    def __init__(self, vocab):
+        self.source_vocab_size = self.target_vocab_size = vocab
+
+
+def run(size: str, jit: bool, budget_s: float) -> dict:
+    overrides, vocab, batch, source_length, target_length = SIZES[size]
+    hparams = registry.hparams("base").override(overrides)
+    strategy = tf.distribute.MirroredStrategy()
+    model, optimizer = trainer.build_state(_VocabProblem(vocab), hparams, strategy)
+    runner = StepRunner(model, optimizer, strategy, hparams.label_smoothing,
+                        jit_compile=jit)
+    rng = np.random.default_rng(1234)
+    batches = [{"inputs": rng.integers(3, vocab, (batch, source_length), dtype=np.int32),
+                "targets": rng.integers(3, vocab, (batch, target_length), dtype=np.int32)}
+               for _ in range(8)]
+    warmup, timed = STEPS[size]
+    start = time.perf_counter()
+    for i in range(warmup):
+        runner.step([batches[i % 8]])
+    warmup_s = time.perf_counter() - start
+    times, begun = [], time.perf_counter()
+    for i in range(timed):
+        start = time.perf_counter()
+        loss_sum, _, tokens = runner.step([batches[(warmup + i) % 8]])
+        times.append(time.perf_counter() - start)
+        if len(times) >= 5 and time.perf_counter() - begun > budget_s:
+            break
+    own = flops.FlopCounter.for_model(model).train_flops(batch, source_length, target_length)
+    peer = shared_flops(size)
+    step_flops = peer or own
+    peak = flops.matmul_peak("float32", sizes=(1024, 2048, 3072), repeats=3)
+    median = statistics.median(times)
+    return {
+        "bench": "train", "system": "t2t_lite StepRunner" + (" (XLA)" if jit else ""),
+        "size": size, "jit": jit, "threads": THREADS, "tensorflow": tf.__version__,
+        "params": model.count_params(), "flops_per_step": step_flops,
+        "flop_count": "shared/bench/_common.py" if peer else "t2t_lite.flops",
+        "t2t_lite_flops_per_step": own, "step_s_median": round(median, 4),
+        "warmup_s": round(warmup_s, 2), "timed_steps": len(times),
+        "tgt_tokens_per_s": {"median": round(tokens / median, 1),
+                             "best": round(tokens / min(times), 1),
+                             "worst": round(tokens / max(times), 1)},
+        "model_gflops_per_s": round(step_flops / median / 1e9, 2),
+        "peak_gflops": round(peak / 1e9, 1), "mfu": round(step_flops / median / peak, 4),
+        "last_loss": round(loss_sum / tokens, 4),
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", choices=["bench", "base", "all"], default="all")
+    parser.add_argument("--jit", choices=["auto", "on", "off"], default="auto",
+                        help="auto: the trainer's default")
+    parser.add_argument("--budget_s", type=float, default=120.0,
+                        help="stop timing after this (at least 5 steps)")
+    args = parser.parse_args()
+    jit = trainer.TrainOptions().jit_compile if args.jit == "auto" else args.jit == "on"
+    for size in ["bench", "base"] if args.size == "all" else [args.size]:
+        print(json.dumps(run(size, jit, args.budget_s)), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""Training on several machines: `MultiWorkerMirroredStrategy` from `TF_CONFIG`.
+
+Every worker runs the same `t2t_lite-trainer` command with its own `TF_CONFIG`
+(TensorFlow's convention: the cluster's addresses and this task's type and
+index). Each worker reads the same input pipeline (same shards, same seed),
+so every worker holds the same global batch and its replicas take their own
+rows of it (`train_step.StepRunner`); gradients are all-reduced every step and
+the workers stay in lockstep.
+
+The chief (task "chief", or worker 0 when the cluster has no chief) owns
+OUTPUT_DIR: checkpoints, `best/`, TensorBoard and the FLOP ledger. The other
+workers take part in every save (saving reads replicated state with collective
+ops) but write into a scratch folder `OUTPUT_DIR/.worker-N/`, which they remove
+when they finish. All workers restore the chief's newest checkpoint, so
+`OUTPUT_DIR` must be on storage every worker sees (a shared or network file
+system). When a worker dies the others stop with an error; start every worker
+again and they resume together from the last checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import tensorflow as tf
+
+
+class ClusterError(ValueError):
+    """A TF_CONFIG that cannot describe a cluster; the message says what to fix."""
+
+
+def tf_config() -> dict:
+    """The parsed TF_CONFIG, or {} when unset or empty.
+
+    Raises:
+      ClusterError: it is not a JSON object.
+    """
+    text = os.environ.get("TF_CONFIG", "").strip()
+    if not text:
+        return {}
+    try:
+        config = json.loads(text)
+    except ValueError as e:
+        raise ClusterError(f"TF_CONFIG is not valid JSON ({e}); "
+                           "unset it to train on one machine") from None
+    if not isinstance(config, dict):
+        raise ClusterError("TF_CONFIG must be a JSON object with \"cluster\" and \"task\"")
+    return config
+
+
+def is_multi_worker(config: dict | None = None) -> bool:
+    """True when TF_CONFIG describes more than one chief or worker task."""
+    config = tf_config() if config is None else config
+    cluster = config.get("cluster", {})
+    return len(cluster.get("chief", [])) + len(cluster.get("worker", [])) > 1
+
+
+def strategy_from_environment() -> tf.distribute.Strategy:
+    """MultiWorkerMirroredStrategy under a multi-worker TF_CONFIG, else MirroredStrategy.
+
+    Create it first thing in the process: collective ops must be configured
+    before TensorFlow runs its first op.
+    """
+    if is_multi_worker():
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    return tf.distribute.MirroredStrategy()
+
+
+def is_multi_worker_strategy(strategy) -> bool:
+    return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) and \
+        strategy.cluster_resolver is not None and \
+        bool(strategy.cluster_resolver.cluster_spec().as_dict())
+
+
+def is_chief(strategy) -> bool:
+    """Whether this process owns OUTPUT_DIR (always, on one machine)."""
+    if not is_multi_worker_strategy(strategy):
+        return True
+    resolver = strategy.cluster_resolver
+    task_type, task_id = resolver.task_type, resolver.task_id
+    if task_type == "chief":
+        return True
+    has_chief = "chief" in resolver.cluster_spec().as_dict()
+    return task_type == "worker" and task_id == 0 and not has_chief
+
+
+def write_dir(output_dir: str, strategy) -> str:
+    """Where this process writes: OUTPUT_DIR for the chief, a scratch folder otherwise."""
+    if is_chief(strategy):
+        return output_dir
+    resolver = strategy.cluster_resolver
+    return os.path.join(output_dir, f".{resolver.task_type}-{resolver.task_id}")
+
+
+def remove_scratch(output_dir: str, strategy) -> None:
+    """Removes a non-chief worker's scratch folder (nothing on the chief)."""
+    directory = write_dir(output_dir, strategy)
+    if directory != output_dir:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def agree(strategy, flag: bool) -> bool:
+    """True when `flag` is true on any worker: one decision for every worker.
+
+    Time-based decisions (a --train_minutes budget, a checkpoint every N
+    minutes) must be the same on every worker, because saving and stepping are
+    collective; on one machine this is `flag` itself, with no collective op.
+    """
+    if not is_multi_worker_strategy(strategy):
+        return flag
+    if id(strategy) not in _ANY_TRUE:
+        def replica(value):
+            # tf.identity places the flag on this replica's device: an all-reduce
+            # needs to know where its inputs live.
+            return tf.distribute.get_replica_context().all_reduce(
+                tf.distribute.ReduceOp.SUM, tf.identity(value))
+
+        # A real all-reduce in replica context: `strategy.reduce` of a value that
+        # is not per-replica would only scale this worker's own flag.
+        _ANY_TRUE[id(strategy)] = tf.function(
+            lambda value: strategy.run(replica, args=(value,)))
+    result = _ANY_TRUE[id(strategy)](tf.constant(1.0 if flag else 0.0))
+    return float(strategy.experimental_local_results(result)[0]) > 0.0
+
+
+_ANY_TRUE: dict[int, object] = {}  # id(strategy) -> its traced all-reduce of a flag.
