@@ -130,7 +130,8 @@ def main():
     run = args.run_dir or os.path.join(args.work_dir, "run")
     problem = registry.problem("multi30k_ende")
     if not os.path.exists(os.path.join(data_dir, "multi30k_ende.datagen.json")):
-        datagen.generate(problem, data_dir, args.raw_dir)
+        datagen.generate(problem, data_dir, args.raw_dir,
+                         log=lambda line: print(line, file=sys.stderr))
     problem.set_data_dir(data_dir)
     names = [(TEST, read_text(args.raw_dir, TEST + ".en"), read_text(args.raw_dir, TEST + ".de"))]
     if args.held_out:
