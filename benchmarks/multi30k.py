@@ -44,23 +44,6 @@ def read_text(raw_dir: str, name: str) -> list[str]:
         return [line.rstrip("\n") for line in f]
 
 
-def dev_loss(problem, model, hparams, data_dir):
-    """(smoothed loss, NLL) per non-padding target token over the whole dev split."""
-    import numpy as np
-
-    from t2t_lite import data
-    from t2t_lite.losses import smoothed_cross_entropy_sums
-
-    batches = data.batch_by_tokens(problem.examples("dev", data_dir), hparams.batch_size,
-                                   hparams.max_length, drop_long=False)
-    totals = np.zeros(3)
-    for batch in batches:
-        logits = model(batch, training=False)
-        totals += [float(v) for v in smoothed_cross_entropy_sums(
-            logits, batch["targets"], hparams.label_smoothing)]
-    return totals[0] / totals[2], totals[1] / totals[2]
-
-
 def bleu(problem, model, hparams, lines, references, beam_size):
     """(sacreBLEU result, seconds) of `lines` decoded with `beam_size` (1 = greedy)."""
     from t2t_lite import decoding
@@ -78,6 +61,7 @@ def bleu(problem, model, hparams, lines, references, beam_size):
 def score_checkpoint(run, name, problem, hparams, data_dir, tests, average, held_out):
     """The stage's JSON record for checkpoint `name` of `run`."""
     from t2t_lite import averaging, checkpoints
+    from t2t_lite.evaluation import mean_loss
 
     names = checkpoints.list_checkpoints(run)
     ending = names[:names.index(name) + 1][-average:]
@@ -87,7 +71,7 @@ def score_checkpoint(run, name, problem, hparams, data_dir, tests, average, held
     for kind, checkpoint in (("last", name), ("averaged", "averaged")):
         model = checkpoints.load_model(run, checkpoint)[0]
         if kind == "last":
-            loss, nll = dev_loss(problem, model, hparams, data_dir)
+            loss, nll = mean_loss(model, hparams, problem.examples("dev", data_dir))
             record.update(dev_loss=round(loss, 4), dev_nll=round(nll, 4))
         for search, beam in (("greedy", 1), ("beam4", 4)):
             for test, (lines, refs) in tests.items():

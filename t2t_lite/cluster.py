@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import weakref
 
 import tensorflow as tf
 
@@ -109,7 +110,7 @@ def agree(strategy, flag: bool) -> bool:
     """
     if not is_multi_worker_strategy(strategy):
         return flag
-    if id(strategy) not in _ANY_TRUE:
+    if strategy not in _ANY_TRUE:
         def replica(value):
             # tf.identity places the flag on this replica's device: an all-reduce
             # needs to know where its inputs live.
@@ -118,10 +119,12 @@ def agree(strategy, flag: bool) -> bool:
 
         # A real all-reduce in replica context: `strategy.reduce` of a value that
         # is not per-replica would only scale this worker's own flag.
-        _ANY_TRUE[id(strategy)] = tf.function(
+        _ANY_TRUE[strategy] = tf.function(
             lambda value: strategy.run(replica, args=(value,)))
-    result = _ANY_TRUE[id(strategy)](tf.constant(1.0 if flag else 0.0))
+    result = _ANY_TRUE[strategy](tf.constant(1.0 if flag else 0.0))
     return float(strategy.experimental_local_results(result)[0]) > 0.0
 
 
-_ANY_TRUE: dict[int, object] = {}  # id(strategy) -> its traced all-reduce of a flag.
+# strategy -> its traced all-reduce of a flag, keyed by the object itself (a new
+# strategy never finds a dead one's function under a reused id).
+_ANY_TRUE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

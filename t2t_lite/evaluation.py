@@ -57,6 +57,28 @@ class DevResult:
     is_best: bool
 
 
+def mean_loss(model, hparams, dataset, loss_sums=None) -> tuple[float, float]:
+    """(smoothed loss, NLL) per non-padding target token of an unbatched dataset.
+
+    Batched as the trainer batches (`hparams` tokens and buckets), nothing
+    dropped. `loss_sums`: fn(batch) -> `smoothed_cross_entropy_sums` of the
+    model on it (e.g. a traced one); by default the model in inference mode.
+    """
+    if loss_sums is None:
+        def loss_sums(batch):
+            return smoothed_cross_entropy_sums(model(batch, training=False), batch["targets"],
+                                               hparams.label_smoothing)
+    batches = data.batch_by_tokens(
+        dataset, hparams.batch_size, hparams.max_length, drop_long=False,
+        min_length_bucket=hparams.min_length_bucket,
+        length_bucket_step=hparams.length_bucket_step)
+    totals = np.zeros(3)
+    for batch in batches:
+        totals += [float(v) for v in loss_sums(batch)]
+    tokens = max(totals[2], 1.0)
+    return totals[0] / tokens, totals[1] / tokens
+
+
 class DevEvaluator:
     """Evaluates a training model on the dev split; keeps `OUTPUT_DIR/best/`.
 
@@ -109,15 +131,7 @@ class DevEvaluator:
         dataset = tf.data.Dataset.from_generator(
             lambda: iter(self.examples), output_signature={
                 name: tf.TensorSpec([None], tf.int32) for name in ("inputs", "targets")})
-        batches = data.batch_by_tokens(
-            dataset, self.hparams.batch_size, self.hparams.max_length, drop_long=False,
-            min_length_bucket=self.hparams.min_length_bucket,
-            length_bucket_step=self.hparams.length_bucket_step)
-        totals = np.zeros(3)
-        for batch in batches:
-            totals += [float(v) for v in self._loss_fn(batch)]
-        tokens = max(totals[2], 1.0)
-        return totals[0] / tokens, totals[1] / tokens
+        return mean_loss(self.model, self.hparams, dataset, self._loss_fn)
 
     def decode(self) -> tuple[list[str], list[str], list[str]]:
         """(sources, hypotheses, references) of greedy decodes, within the time bound."""
