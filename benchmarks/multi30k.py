@@ -15,6 +15,10 @@
    `--average` checkpoints ending at it (section 6.1), each scored with cased
    sacreBLEU (13a) against the raw reference file.
 
+Ablations choose on the dev set, never on test2016: `--score_on=dev` scores
+the raw val files instead (the record says `scored_on`), `--data_dir` shares one datagen
+between runs and `--vocab_size` sets its vocabulary (a new data dir per size).
+
 `--evaluate=ckpt-A,ckpt-B` scores checkpoints of an existing run (`--run_dir`)
 instead of training (`--minutes` then labels them). `--held_out` also scores
 test_2017_flickr and test_2017_mscoco with beam 4 and averaging: do it once,
@@ -33,6 +37,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 TEST = "test_2016_flickr"
+DEV = "val"
 HELD_OUT = ("test_2017_flickr", "test_2017_mscoco")
 
 
@@ -75,10 +80,10 @@ def score_checkpoint(run, name, problem, hparams, data_dir, tests, average, held
             record.update(dev_loss=round(loss, 4), dev_nll=round(nll, 4))
         for search, beam in (("greedy", 1), ("beam4", 4)):
             for test, (lines, refs) in tests.items():
-                if test != TEST and not (held_out and kind == "averaged" and beam == 4):
+                if test not in (TEST, DEV) and not (held_out and kind == "averaged" and beam == 4):
                     continue
                 result, seconds = bleu(problem, model, hparams, lines, refs, beam)
-                key = f"{kind}_{search}" + ("" if test == TEST else f"_{test}")
+                key = f"{kind}_{search}" + ("" if test in (TEST, DEV) else f"_{test}")
                 record["bleu"][key] = round(result.score, 2)
                 record["decode_seconds"][key] = round(seconds, 1)
                 if key == "averaged_beam4":
@@ -93,6 +98,11 @@ def main():
     parser.add_argument("--raw_dir", required=True, help="Multi30k task 1 raw files")
     parser.add_argument("--work_dir", required=True, help="data/ and run/ go here")
     parser.add_argument("--run_dir", default=None, help="default WORK_DIR/run")
+    parser.add_argument("--data_dir", default=None, help="default WORK_DIR/data")
+    parser.add_argument("--vocab_size", type=int, default=None,
+                        help="datagen's joint vocabulary (default the problem's 8K)")
+    parser.add_argument("--score_on", choices=("test", "dev"), default="test",
+                        help="dev: BLEU on the raw val files (for ablations)")
     parser.add_argument("--hparams", default="multi30k")
     parser.add_argument("--hparams_overrides", default="")
     parser.add_argument("--minutes", default="30,60", help="cumulative training budgets")
@@ -110,14 +120,15 @@ def main():
     from t2t_lite import datagen, registry, run_dir, trainer
     from t2t_lite.evaluation import EvalOptions
 
-    data_dir = os.path.join(args.work_dir, "data")
+    data_dir = args.data_dir or os.path.join(args.work_dir, "data")
     run = args.run_dir or os.path.join(args.work_dir, "run")
     problem = registry.problem("multi30k_ende")
     if not os.path.exists(os.path.join(data_dir, "multi30k_ende.datagen.json")):
         datagen.generate(problem, data_dir, args.raw_dir,
-                         log=lambda line: print(line, file=sys.stderr))
+                         datagen.DatagenOptions(vocab_size=args.vocab_size), log=lambda line: print(line, file=sys.stderr))
     problem.set_data_dir(data_dir)
-    names = [(TEST, read_text(args.raw_dir, TEST + ".en"), read_text(args.raw_dir, TEST + ".de"))]
+    first = TEST if args.score_on == "test" else DEV
+    names = [(first, read_text(args.raw_dir, first + ".en"), read_text(args.raw_dir, first + ".de"))]
     if args.held_out:
         names += [(t, read_text(args.raw_dir, t + ".en"), read_text(args.raw_dir, t + ".de"))
                   for t in HELD_OUT]
@@ -128,7 +139,7 @@ def main():
     if args.evaluate:
         hparams = run_dir.read_run(run)[0]
         for i, name in enumerate(args.evaluate.split(",")):
-            record = {"minutes": budgets[i] if i < len(budgets) else None}
+            record = {"minutes": budgets[i] if i < len(budgets) else None, "scored_on": first}
             record.update(score_checkpoint(run, name, problem, hparams, data_dir, tests,
                                            args.average, args.held_out and i == len(budgets) - 1))
             print(json.dumps(record), flush=True)
@@ -144,7 +155,8 @@ def main():
             eval=EvalOptions(eval_decode_examples=args.eval_decode_examples)),
             log=lambda line: None)
         done = minutes
-        record = {"minutes": minutes, "hparams": args.hparams,
+        record = {"minutes": minutes, "hparams": args.hparams, "scored_on": first,
+                  "data_dir": data_dir,
                   "overrides": args.hparams_overrides,
                   "wall_seconds": round(time.time() - start, 1),
                   "tokens_per_second": round(result.tokens_per_second, 1)}

@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from t2t_lite import checkpoints, registry, trainer
-from t2t_lite.layers.attention import MultiHeadAttention
+from t2t_lite.layers.attention import MultiHeadAttention, write_position
 from t2t_lite.layers.config import LayerConfig
 from t2t_lite.layers.decoder import DecoderLayer
 from t2t_lite.layers.encoder import EncoderLayer
@@ -107,6 +107,17 @@ def test_cached_decoding_equals_full_forward(tiny_hparams, overrides, target_voc
         logits, self_cache = model.decode_step(previous, i, self_cache, cross_cache)
         np.testing.assert_allclose(np.array(logits), full[:, i], atol=1e-4)
         previous = targets[:, i]
+
+
+@pytest.mark.parametrize("index", [0, 3, 6])
+def test_cache_write_touches_only_its_position(index):
+    rng = np.random.default_rng(index)
+    cache = rng.normal(size=(3, 2, 7, 4)).astype("float32")
+    new = rng.normal(size=(3, 2, 1, 4)).astype("float32")
+    written = np.asarray(write_position(cache, new, tf.constant(index)))
+    expected = cache.copy()
+    expected[:, :, index] = new[:, :, 0]
+    np.testing.assert_array_equal(written, expected)
 
 
 def test_no_future_leak_and_padding_ignored(tiny_hparams):

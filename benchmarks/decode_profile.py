@@ -1,0 +1,185 @@
+"""Where decoding time goes: TensorFlow's profiler on decode_speed.py's workload.
+
+    python benchmarks/decode_profile.py --size bench [--jit] [--top 15]
+    python benchmarks/decode_profile.py --compare_cache_writes [--rounds 3]
+
+Decodes one warm-up batch, then profiles `--batches` batches (decode_speed.py's
+32 x 30 random sources, beam 4, exactly 40 new tokens, 2 intra-op threads)
+with `tf.profiler.experimental`, reads the host plane of the trace (the
+XSpace protobuf that TensorBoard's profile plugin reads) and sums each
+TensorFlow op type's kernel time. Prints one JSON line: wall seconds per
+batch, kernel seconds per batch (the sum over ops; above the wall when the
+two threads overlap), op executions per decoding step, and the top op types
+with seconds per batch and share of the kernel time. A human table goes to
+stderr.
+
+`--compare_cache_writes` instead times (no profiler) the ways of writing the
+new key/value into the self-attention cache at each step, interleaved in one
+process: `ops.slice_update` (XlaDynamicUpdateSlice in TensorFlow), a select
+over the cache (`ops.where`; each swapped in for `attention.write_position`)
+and a scatter of the B x H new rows
+(`ops.scatter_update`). One JSON
+line per variant: median seconds per batch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import glob
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+from tensorflow.tsl.profiler.protobuf import xplane_pb2  # noqa: E402
+
+import decode_speed  # noqa: E402
+from keras import ops  # noqa: E402
+
+from t2t_lite import checkpoints, registry  # noqa: E402
+from t2t_lite.layers import attention  # noqa: E402
+from t2t_lite.ids import EOS_ID  # noqa: E402
+
+# Ops that only contain others (their time is their children's).
+# ExecuteAsyncOnStream is the XLA launch inside a single-op XLA kernel (counted there).
+CONTAINERS = {"While", "StatelessWhile", "PartitionedCall", "StatefulPartitionedCall",
+              "If", "StatelessIf", "ExecuteAsyncOnStream"}
+
+
+def op_times(logdir: str) -> tuple[dict, dict]:
+    """(seconds, executions) per TF op type, from the host plane of the trace."""
+    seconds, counts = collections.Counter(), collections.Counter()
+    for path in glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True):
+        space = xplane_pb2.XSpace()
+        with open(path, "rb") as f:
+            space.ParseFromString(f.read())
+        for plane in space.planes:
+            if not plane.name.startswith("/host:CPU"):
+                continue
+            for line in plane.lines:
+                for event in line.events:
+                    name = plane.event_metadata[event.metadata_id].name
+                    if ":" not in name or "::" in name:  # Executor events, not ops.
+                        continue
+                    kind = name.rsplit(":", 1)[1]
+                    if not kind or kind in CONTAINERS or not (kind[0].isupper() or
+                                                              kind[0] == "_"):
+                        continue
+                    seconds[kind] += event.duration_ps * 1e-12
+                    counts[kind] += 1
+    return seconds, counts
+
+
+def _slice_update(cache, new, index):
+    return ops.slice_update(cache, [0, 0, index, 0], new)
+
+
+def _select(cache, new, index):
+    at = ops.arange(ops.shape(cache)[2], dtype="int32") == index
+    return ops.where(ops.reshape(at, (1, 1, -1, 1)), new, cache)
+
+
+def _scatter(cache, new, index):
+    shape = ops.shape(cache)
+    rows = ops.broadcast_to(ops.arange(shape[0], dtype="int32")[:, None], shape[:2])
+    heads = ops.broadcast_to(ops.arange(shape[1], dtype="int32")[None, :], shape[:2])
+    position = ops.broadcast_to(ops.cast(index, "int32"), shape[:2])
+    indices = ops.stack([rows, heads, position], axis=-1)  # [B, H, 3]
+    return ops.scatter_update(cache, indices, new[:, :, 0, :])
+
+
+CACHE_WRITES = {"slice_update": _slice_update, "select": _select, "scatter": _scatter}
+
+
+def compare_cache_writes(args, make_batch):
+    """Median seconds per batch of each cache write, interleaved over rounds."""
+    overrides, vocab = decode_speed.SIZES[args.size]
+    decodes, library = {}, attention.write_position
+    for name, write in CACHE_WRITES.items():
+        attention.write_position = write  # Looked up when the decode is traced.
+        model = checkpoints.build_model(registry.hparams("base").override(overrides), vocab)
+        decodes[name] = decode_speed.make_decode(model, args.jit)
+        decodes[name](make_batch())[0].numpy()
+    attention.write_position = library
+    times = collections.defaultdict(list)
+    for _ in range(args.rounds):
+        for name, decode in decodes.items():
+            for _ in range(args.batches):
+                inputs = make_batch()
+                start = time.perf_counter()
+                decode(inputs)[0].numpy()
+                times[name].append(time.perf_counter() - start)
+    for name, seconds in times.items():
+        print(json.dumps({"bench": "decode_cache_write", "size": args.size, "jit": args.jit,
+                          "threads": args.threads, "cache_write": name,
+                          "batches": len(seconds),
+                          "median_seconds_per_batch": round(statistics.median(seconds), 4),
+                          "tgt_tokens_per_s": round(decode_speed.BATCH * decode_speed.NEW_TOKENS
+                                                    / statistics.median(seconds), 1)}),
+              flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", choices=sorted(decode_speed.SIZES), default="bench")
+    parser.add_argument("--batches", type=int, default=2, help="profiled batches")
+    parser.add_argument("--jit", action="store_true")
+    parser.add_argument("--top", type=int, default=15)
+    parser.add_argument("--threads", type=int, default=2, help="intra-op threads")
+    parser.add_argument("--compare_cache_writes", action="store_true")
+    parser.add_argument("--rounds", type=int, default=3, help="with --compare_cache_writes")
+    args = parser.parse_args()
+    tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    overrides, vocab = decode_speed.SIZES[args.size]
+    rng = np.random.default_rng(1234)
+
+    def batch():
+        ids = rng.integers(2, vocab, size=(decode_speed.BATCH, decode_speed.SOURCE_LENGTH))
+        eos = np.full((decode_speed.BATCH, 1), EOS_ID)
+        return tf.constant(np.concatenate([ids, eos], axis=1).astype(np.int32))
+
+    if args.compare_cache_writes:
+        return compare_cache_writes(args, batch)
+    model = checkpoints.build_model(registry.hparams("base").override(overrides), vocab)
+    decode = decode_speed.make_decode(model, args.jit)
+    decode(batch())[0].numpy()  # Trace (and compile) outside the profile.
+    logdir = tempfile.mkdtemp(prefix="decode_profile_")
+    tf.profiler.experimental.start(logdir)
+    start = time.perf_counter()
+    for _ in range(args.batches):
+        decode(batch())[0].numpy()
+    wall = (time.perf_counter() - start) / args.batches
+    tf.profiler.experimental.stop()
+    seconds, counts = op_times(logdir)
+    kernel = sum(seconds.values()) / args.batches
+    steps = args.batches * decode_speed.NEW_TOKENS
+    top = [{"op": kind, "seconds_per_batch": round(s / args.batches, 4),
+            "share": round(s / args.batches / kernel, 4),
+            "per_step": round(counts[kind] / steps, 1)}
+           for kind, s in seconds.most_common(args.top)]
+    row = {"bench": "decode_profile", "size": args.size, "jit": args.jit,
+           "threads": args.threads,
+           "wall_seconds_per_batch": round(wall, 4),
+           "kernel_seconds_per_batch": round(kernel, 4),
+           "op_executions_per_step": round(sum(counts.values()) / steps, 1),
+           "top": top, "logdir": logdir}
+    print(json.dumps(row), flush=True)
+    print(f"wall {wall:.3f} s/batch, kernels {kernel:.3f} s/batch, "
+          f"{row['op_executions_per_step']} op runs per step", file=sys.stderr)
+    for item in top:
+        print(f"  {item['op']:28s} {item['seconds_per_batch']:8.4f} s "
+              f"{100 * item['share']:5.1f}%  {item['per_step']:6.1f}/step", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
