@@ -13,13 +13,12 @@ two threads overlap), op executions per decoding step, and the top op types
 with seconds per batch and share of the kernel time. A human table goes to
 stderr.
 
-`--compare_cache_writes` instead times (no profiler) the ways of writing the
-new key/value into the self-attention cache at each step, interleaved in one
-process: `ops.slice_update` (XlaDynamicUpdateSlice in TensorFlow), a select
-over the cache (`ops.where`; each swapped in for `attention.write_position`)
-and a scatter of the B x H new rows
-(`ops.scatter_update`). One JSON
-line per variant: median seconds per batch.
+`--compare_cache_writes` instead times (no profiler) three ways of writing the
+new key/value into the self-attention cache at each step, each swapped in for
+`attention.write_position` and interleaved in one process: `ops.slice_update`
+(XlaDynamicUpdateSlice in TensorFlow, the library's), a select over the
+cache (`ops.where`) and a scatter of the B x H new rows (`ops.scatter_update`).
+One JSON line per variant: median seconds per batch.
 """
 
 from __future__ import annotations
