@@ -125,7 +125,8 @@ def main():
     problem = registry.problem("multi30k_ende")
     if not os.path.exists(os.path.join(data_dir, "multi30k_ende.datagen.json")):
         datagen.generate(problem, data_dir, args.raw_dir,
-                         datagen.DatagenOptions(vocab_size=args.vocab_size), log=lambda line: print(line, file=sys.stderr))
+                         datagen.DatagenOptions(vocab_size=args.vocab_size),
+                         log=lambda line: print(line, file=sys.stderr))
     problem.set_data_dir(data_dir)
     first = TEST if args.score_on == "test" else DEV
     names = [(first, read_text(args.raw_dir, first + ".en"), read_text(args.raw_dir, first + ".de"))]

@@ -36,3 +36,6 @@ pair dropout0.1 "dropout_rate=0.1" 8000 dropout0.3 "dropout_rate=0.3" 8000
 pair warmup500 "warmup_steps=500" 8000 warmup2000 "warmup_steps=2000" 8000
 pair vocab4k "" 4000                  vocab16k "" 16000
 run 0 ls0.0 "label_smoothing=0.0" 8000
+# The 30-minute dropout rows of the README: the same multi30k.py command with
+# --work_dir=$WORK/dropout0.1 resumes that run for MINUTES more, and
+# `--evaluate=ckpt-N --score_on=dev --run_dir=R` scores a checkpoint of another run.
