@@ -35,6 +35,8 @@ from t2t_lite.progress import Progress
 from t2t_lite.shards import SPLITS, manifest_path, read_shard_stats, shard_files, shard_name
 from t2t_lite.text_encoder import DataError, SubwordVocab, normalize, train_vocab
 
+VOCAB_TYPES = ("bpe", "word")  # --source_vocab_type: subwords, or one piece per word.
+
 __all__ = ["DatagenOptions", "DatagenSummary", "SplitSummary", "VocabSummary",
            "format_summary", "generate", "manifest_path", "sample_pairs", "shard_files",
            "shard_name"]
@@ -47,6 +49,7 @@ class DatagenOptions:
     vocab_size: int | None = None  # Pieces in the vocabulary (each, when separate).
     source_vocab_size: int | None = None  # Separate vocabularies only.
     target_vocab_size: int | None = None
+    source_vocab_type: str | None = None  # "bpe" or "word"; separate vocabularies only.
     vocab_sample_size: int | None = None  # Training pairs sampled to learn it.
     shard_size: int | None = None  # Pairs per shard.
     seed: int = 1234  # Vocabulary sample and in-shard shuffle.
@@ -115,6 +118,8 @@ class _VocabSpec:
     sides: tuple  # The pair sides it encodes (and is learned on): 0 source, 1 target.
     size: int  # Pieces wanted when trained.
     asked: int | None  # The size a flag asked for: an existing file must have it.
+    model_type: str = "bpe"  # SentencePiece model type when trained.
+    asked_type: str | None = None  # The type a flag asked for: an existing file must have it.
 
 
 def generate(problem, data_dir: str, raw_dir: str | None = None,
@@ -172,14 +177,22 @@ def _vocab_specs(problem, options) -> list[_VocabSpec]:
         if options.source_vocab_size or options.target_vocab_size:
             raise DataError(f"{problem.name} shares one vocabulary between source and target: "
                             "size it with --vocab_size, not --source/--target_vocab_size")
+        if options.source_vocab_type:
+            raise DataError(f"{problem.name} shares one vocabulary between source and target: "
+                            "--source_vocab_type is for problems with separate vocabularies")
         size = options.vocab_size or problem.default_vocab_size
-        return [_VocabSpec("shared", (0, 1), size, options.vocab_size)]
+        return [_VocabSpec("shared", (0, 1), size, options.vocab_size,
+                           problem.vocab_model_type("shared"))]
+    if options.source_vocab_type not in (None, *VOCAB_TYPES):
+        raise DataError(f"--source_vocab_type must be one of {', '.join(VOCAB_TYPES)}, "
+                        f"got {options.source_vocab_type!r}")
     specs = []
     for index, side in enumerate(("source", "target")):
         default = getattr(problem, f"default_{side}_vocab_size", None)
         asked = getattr(options, f"{side}_vocab_size") or (None if default else options.vocab_size)
+        asked_type = options.source_vocab_type if side == "source" else None
         specs.append(_VocabSpec(side, (index,), asked or default or problem.default_vocab_size,
-                                asked))
+                                asked, asked_type or problem.vocab_model_type(side), asked_type))
     return specs
 
 
@@ -213,15 +226,19 @@ def _vocabularies(problem, data_dir, specs, train_corpus, train_pairs, options, 
             raise DataError(f"{problem.name}: every training pair has an empty side")
         for spec in missing:
             path = _vocab_path(problem, data_dir, spec)
-            model_type = problem.vocab_model_type(spec.side)
             found[spec], summaries[spec] = _train_vocab(path, spec, sample, train_pairs,
-                                                        options.seed, log, model_type)
+                                                        options.seed, log)
     by_side = {side: found[spec] for spec in specs for side in spec.sides}
     return (by_side[0], by_side[1]), [summaries[spec] for spec in specs]
 
 
 def _reuse_vocab(path: str, spec: _VocabSpec, log) -> SubwordVocab:
     vocab = SubwordVocab.load(path)
+    if spec.asked_type and vocab.model_type != spec.asked_type:
+        raise DataError(
+            f"{path} is a {vocab.model_type} vocabulary, not the {spec.asked_type} asked "
+            f"(--{spec.side}_vocab_type); use another --data_dir, or delete it and the "
+            "problem's shards to rebuild")
     if spec.asked and vocab.vocab_size != spec.asked:
         flag = "--vocab_size" if spec.side == "shared" else f"the {spec.side} vocabulary size"
         raise DataError(
@@ -231,13 +248,14 @@ def _reuse_vocab(path: str, spec: _VocabSpec, log) -> SubwordVocab:
     return vocab
 
 
-def _train_vocab(path, spec, sample, train_pairs, seed, log, model_type="bpe"):
+def _train_vocab(path, spec, sample, train_pairs, seed, log):
     """(vocab, VocabSummary): trained on the sample's `spec.sides`, saved to `path`."""
     start = time.time()
+    model_type = spec.model_type
     sides = "both sides" if len(spec.sides) == 2 else f"{spec.side} side"
     kind = "BPE" if model_type == "bpe" else f"{model_type}-level"
     most = "" if model_type == "bpe" else "at most "
-    log(f"training a {most}{spec.size}-piece SentencePiece {kind} vocabulary on "
+    log(f"training a SentencePiece {kind} vocabulary of {most}{spec.size} pieces on "
         f"{len(sample):,} of {train_pairs:,} training pairs ({sides}, seed {seed})")
     vocab = train_vocab((pair[i] for pair in sample for i in spec.sides), spec.size, seed,
                         model_type=model_type)

@@ -50,6 +50,7 @@ import tensorflow as tf
 
 from t2t_lite import checkpoints, decode_policy, decoding
 from t2t_lite.ids import EOS_ID, PAD_ID
+from t2t_lite.text_encoder import SubwordVocab
 
 IDS_SUBDIR = "ids"
 
@@ -215,6 +216,10 @@ def vocab_files(problem) -> tuple[str, str] | None:
             raise ExportError(f"no vocabulary {path}: run t2t_lite-datagen "
                               f"--problem={problem.name} --data_dir={os.path.dirname(path)} "
                               "first")
+    if SubwordVocab.load(files[0]).model_type == "word":
+        raise ExportError(f"{files[0]} is a word-level vocabulary: its unknown-word classes "
+                          "are applied in Python, not in the graph, so the run cannot be "
+                          "exported; decode it with t2t_lite-decoder")
     return files
 
 

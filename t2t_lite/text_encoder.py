@@ -23,6 +23,13 @@ line separators, ...) becomes a space, runs of spaces become one, leading and
 trailing spaces are dropped. Nothing else: no NFKC, no case folding, no
 escaping. Hence `decode(encode(text)) == normalize(text)` for every text, with
 one exception: U+2581 "▁", SentencePiece's own space mark, comes back as a space.
+
+A word-level vocabulary (`model_type="word"`: one piece per whitespace-separated
+token, for closed symbol sets and word-level sources) has no byte pieces: each
+token gets exactly one id, and a token it does not know gets the piece of its
+class (`t2t_lite.word_classes`), which `decode` spells as `<unk:CLASS>`. Its
+classes are applied in Python (`encode`, `encode_batch`), not by the in-graph
+tokenizer, so such a vocabulary is not exported.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ import sys
 import tempfile
 from typing import Iterable
 
+from t2t_lite import word_classes
 from t2t_lite.ids import EOS_ID, PAD_ID, strip_ids  # noqa: F401  (re-exported)
 
 UNK_ID = 2
@@ -76,6 +84,10 @@ class SubwordVocab:
             raise DataError(f"{path or 'vocabulary'}: not a SentencePiece model ({first}); "
                             "delete it and rerun t2t_lite-datagen") from None
         self._tf_tokenizers = {}
+        self.model_type = _model_type(model_proto)
+        class_ids = [self._sp.piece_to_id(p) for p in word_classes.CLASS_PIECES]
+        # Word-level files written before the classes existed keep SentencePiece's encoding.
+        self._word_level = self.model_type == "word" and UNK_ID not in class_ids
         if self._sp.pad_id() != PAD_ID or self._sp.eos_id() != EOS_ID:
             raise DataError(
                 f"{path or 'vocabulary'}: pad id {self._sp.pad_id()} and EOS id "
@@ -98,10 +110,21 @@ class SubwordVocab:
 
     def encode(self, text: str) -> list[int]:
         """Text -> ids (no EOS)."""
+        if self._word_level:
+            return [self._word_id(word) for word in text.split()]
         return self._sp.encode(text)
 
+    def _word_id(self, word: str) -> int:
+        token = self._sp.piece_to_id(word_classes.SPACE_MARK + word)
+        if token == UNK_ID:
+            token = self._sp.piece_to_id(word_classes.word_class(word))
+        return token
+
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
-        """Texts -> ids (no EOS), in the TensorFlow graph (as tf.data and SavedModels do)."""
+        """Texts -> ids (no EOS), in the TensorFlow graph (as tf.data and SavedModels do;
+        a word-level vocabulary's in Python, as `encode`)."""
+        if self._word_level:
+            return [self.encode(normalize(text)) for text in texts]
         import tensorflow as tf
 
         ragged = self.tf_tokenizer().tokenize(tf.constant(texts, tf.string))
@@ -141,20 +164,26 @@ def train_vocab(sentences: Iterable[str], vocab_size: int, seed: int = 1234,
     The result is a function of the sentences, their order, `vocab_size` and
     `seed` (SentencePiece's trainer is deterministic; the seed is set anyway).
     `model_type="word"` makes one piece of each whitespace-separated token
-    instead (a closed symbol set, e.g. linearized trees' brackets and tags),
-    keeping at most `vocab_size` pieces: fewer when the text has fewer tokens.
+    instead (a closed symbol set, e.g. linearized trees' brackets and tags, or
+    a word-level source), keeping the most frequent, at most `vocab_size`
+    pieces (fewer when the text has fewer tokens) after the reserved ones and
+    the unknown-word classes (`t2t_lite.word_classes`), without byte pieces.
 
     Raises:
       DataError: `vocab_size` is too small or too large for the text.
     """
     import sentencepiece as spm
 
-    if vocab_size <= NUM_RESERVED:
-        raise DataError(f"vocab_size={vocab_size} leaves no room for subwords: "
-                        f"the {NUM_RESERVED} reserved and byte pieces come first")
+    word = model_type == "word"
+    reserved = 3 + len(word_classes.CLASS_PIECES) if word else NUM_RESERVED
+    if vocab_size <= reserved:
+        units, what = ("words", "unknown-word classes") if word else ("subwords", "byte pieces")
+        raise DataError(f"vocab_size={vocab_size} leaves no room for {units}: "
+                        f"the {reserved} reserved pieces and {what} come first")
     spm.set_random_generator_seed(seed)
-    word_options = {} if model_type == "bpe" else dict(
-        hard_vocab_limit=False, split_by_number=False, split_by_unicode_script=False)
+    word_options = {} if not word else dict(
+        hard_vocab_limit=False, split_by_number=False, split_by_unicode_script=False,
+        user_defined_symbols=list(word_classes.CLASS_PIECES))
     model = io.BytesIO()
     with tempfile.TemporaryDirectory() as tmp:
         rules = os.path.join(tmp, "whitespace.tsv")
@@ -166,7 +195,7 @@ def train_vocab(sentences: Iterable[str], vocab_size: int, seed: int = 1234,
                 model_type=model_type, vocab_size=vocab_size, **word_options,
                 pad_id=PAD_ID, eos_id=EOS_ID, unk_id=UNK_ID, bos_id=-1,
                 pad_piece="<pad>", eos_piece="</s>", unk_piece="<unk>",
-                byte_fallback=True, character_coverage=character_coverage,
+                byte_fallback=not word, character_coverage=character_coverage,
                 normalization_rule_tsv=rules, remove_extra_whitespaces=True,
                 input_sentence_size=0, shuffle_input_sentence=False,
                 num_threads=num_threads or min(os.cpu_count() or 1, 16),
@@ -174,6 +203,16 @@ def train_vocab(sentences: Iterable[str], vocab_size: int, seed: int = 1234,
         except RuntimeError as e:
             raise DataError(_training_error(e, vocab_size)) from None
     return SubwordVocab(_canonical(model.getvalue()))
+
+
+def _model_type(model_proto: bytes) -> str:
+    """"bpe", "word", "unigram" or "char": the SentencePiece model type of a file."""
+    from sentencepiece import sentencepiece_model_pb2
+
+    model = sentencepiece_model_pb2.ModelProto()
+    model.ParseFromString(model_proto)
+    return sentencepiece_model_pb2.TrainerSpec.ModelType.Name(
+        model.trainer_spec.model_type).lower()
 
 
 def _canonical(model_proto: bytes) -> bytes:

@@ -17,7 +17,8 @@
 A problem with separate source and target vocabularies (shared_vocab = False)
 gets vocab.PROBLEM.source.model and vocab.PROBLEM.target.model, each sized by
 --source_vocab_size / --target_vocab_size, else the problem's default, else
---vocab_size.
+--vocab_size; --source_vocab_type=word makes the source word-level (one id per
+word: `t2t_lite.word_classes`).
 
 Input is checked before anything is written; every file is written atomically;
 running it again skips the shards already written. Pairs with an empty side are
@@ -48,6 +49,10 @@ def parse_args(argv=None):
                              "else --vocab_size)")
     parser.add_argument("--target_vocab_size", type=int, default=None,
                         help="pieces in the target vocabulary (likewise)")
+    parser.add_argument("--source_vocab_type", choices=("bpe", "word"), default=None,
+                        help="separate vocabularies: bpe (subwords) or word (one piece per "
+                             "word, unknown words as classes of their shape and suffix); "
+                             "default: the problem's")
     parser.add_argument("--vocab_sample_size", type=int, default=None,
                         help="training pairs sampled to learn the vocabulary")
     parser.add_argument("--shard_size", type=int, default=None, help="pairs per shard")
@@ -67,7 +72,8 @@ def main(argv=None) -> int:
         problem = registry.problem(args.problem)
         options = datagen.DatagenOptions(
             vocab_size=args.vocab_size, source_vocab_size=args.source_vocab_size,
-            target_vocab_size=args.target_vocab_size, vocab_sample_size=args.vocab_sample_size,
+            target_vocab_size=args.target_vocab_size,
+            source_vocab_type=args.source_vocab_type, vocab_sample_size=args.vocab_sample_size,
             shard_size=args.shard_size, seed=args.seed, source_lang=args.source_lang,
             target_lang=args.target_lang, tfds_dir=args.tfds_dir)
         summary = datagen.generate(problem, args.data_dir, args.raw_dir, options,

@@ -1,0 +1,53 @@
+"""Classes for the words a word-level vocabulary does not know.
+
+A word-level source vocabulary (`model_type="word"`, e.g. `wsj_parsing
+--source_vocab_type=word`) gives every whitespace-separated word exactly one
+id, so a model can count words and align the i-th output slot with the i-th
+input word. A word outside the vocabulary cannot become bytes (several ids)
+or a bare `<unk>` (which loses what a tagger most needs), so it becomes the
+piece of its class: its shape (digits, symbols only, all capitals, an
+initial capital, a hyphen, lower case) and, for words with letters, its
+longest known suffix, as unknown-word signatures in treebank parsers do
+(Petrov et al. 2006; Kitaev and Klein 2018 use characters instead). The
+rarest training words fall outside the vocabulary too, so the model learns
+the classes' embeddings from them.
+
+Class pieces begin with SentencePiece's word mark, like every word piece:
+`▁<unk:Cap-ing>`.
+"""
+
+from __future__ import annotations
+
+SPACE_MARK = "\u2581"
+# Longest first, so a word takes its longest suffix.
+SUFFIXES = ("ment", "ness", "able", "ing", "ion", "est", "ity", "ous", "ive", "ed", "ly",
+            "er", "al", "ic", "s", "y")
+SHAPES_WITH_SUFFIX = ("low", "Cap", "hyph")
+SHAPES = ("num", "sym", "CAPS") + SHAPES_WITH_SUFFIX
+
+
+def _piece(shape: str, suffix: str = "") -> str:
+    return f"{SPACE_MARK}<unk:{shape}{'-' + suffix if suffix else ''}>"
+
+
+CLASS_PIECES = tuple(_piece(shape) for shape in SHAPES) + tuple(
+    _piece(shape, suffix) for shape in SHAPES_WITH_SUFFIX for suffix in SUFFIXES)
+
+
+def word_class(word: str) -> str:
+    """The class piece of `word` (one of CLASS_PIECES)."""
+    if any(c.isdigit() for c in word):
+        return _piece("num")
+    if not any(c.isalpha() for c in word):
+        return _piece("sym")
+    if "-" in word:
+        shape = "hyph"
+    elif word.isupper() and len(word) > 1:
+        return _piece("CAPS")
+    elif word[0].isupper():
+        shape = "Cap"
+    else:
+        shape = "low"
+    lower = word.lower()
+    suffix = next((s for s in SUFFIXES if lower.endswith(s) and len(lower) > len(s) + 1), "")
+    return _piece(shape, suffix)
