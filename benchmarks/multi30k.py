@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import math
 import os
 import sys
 import time
@@ -160,7 +161,9 @@ def main():
                   "data_dir": data_dir,
                   "overrides": args.hparams_overrides,
                   "wall_seconds": round(time.time() - start, 1),
-                  "tokens_per_second": round(result.tokens_per_second, 1)}
+                  # None (JSON null) when the run was too short to log a rate.
+                  "tokens_per_second": (round(result.tokens_per_second, 1)
+                                        if math.isfinite(result.tokens_per_second) else None)}
         record.update(score_checkpoint(
             run, os.path.basename(result.checkpoint), problem, hparams, data_dir, tests,
             args.average, args.held_out and i == len(budgets) - 1))

@@ -88,6 +88,7 @@ class TreebankCorpus:
     def __init__(self, files: list[TreeFile]):
         self.files = files
         self.dropped = 0  # Trees that clean() left empty or with an unlabelled phrase.
+        self._pairs: list[tuple[str, str]] | None = None  # Kept by prepare().
 
     @property
     def description(self) -> str:
@@ -96,10 +97,16 @@ class TreebankCorpus:
             else ", ".join(names)
 
     def prepare(self, log=print) -> int:
+        """Reads and cleans every tree once; `pairs` then serves them from memory
+        (the full WSJ's 40K pairs are about 15 MB)."""
         del log
-        return sum(1 for _ in self.pairs())
+        self._pairs = list(self._read())
+        return len(self._pairs)
 
     def pairs(self) -> Iterator[tuple[str, str]]:
+        return iter(self._pairs) if self._pairs is not None else self._read()
+
+    def _read(self) -> Iterator[tuple[str, str]]:
         self.dropped = 0
         for f in self.files:
             for tree in f.trees():

@@ -12,7 +12,7 @@ import tensorflow as tf
 from conftest import DATA, needs_data
 
 from t2t_lite import checkpoints, decoding, ptb, registry
-from t2t_lite.datagen import generate
+from t2t_lite.datagen import DatagenOptions, generate
 from t2t_lite.metrics.evalb import EvalbF1
 from t2t_lite.problems.parsing import find_splits
 
@@ -48,6 +48,20 @@ def test_full_wsj_layout_uses_the_standard_split(tmp_path):
                 for s, files in splits.items()}
     assert sections == {"train": [f"{s:02d}" for s in range(2, 22)], "dev": ["22"],
                         "test": ["23"]}  # Sections 00, 01 and 24 are not used.
+
+
+def test_datagen_reads_each_treebank_file_once(tmp_path, monkeypatch):
+    from t2t_lite.problems import parsing
+
+    write_wsj(tmp_path / "raw", files_per_section=1, trees_per_file=3)
+    reads = []
+    trees = parsing.TreeFile.trees
+    monkeypatch.setattr(parsing.TreeFile, "trees", lambda f: reads.append(f.path) or trees(f))
+    summary = generate(registry.problem("wsj_parsing"), str(tmp_path / "data"),
+                       str(tmp_path / "raw"), DatagenOptions(source_vocab_size=300),
+                       log=lambda *a: None)
+    assert [s.written for s in summary.splits] == [60, 3, 3]  # 20, 1 and 1 sections.
+    assert len(reads) == len(set(reads)) == 22  # Counting, the vocabulary, the shards.
 
 
 @needs_data(SAMPLE)
