@@ -4,7 +4,8 @@
 
 For each checkpoint, decodes the problem's test split (held-out files) with
 the run's decoding hparams (beam 21, alpha 0.3, input + 300 for `parsing` and
-`parsing_small`), once with the constrained search and once without, and
+`parsing_small`), once per mode (--modes: the decoder's constrained search,
+the tree constraint without the tag dictionary, the unconstrained search), and
 prints one JSON line each: step, F1 as EVALB computes it (error sentences left
 out), F1 counting error sentences as unparsed, the error count, and the wall
 time of the decode. The recipe that trains such a run is in the README
@@ -31,7 +32,10 @@ def main():
     parser.add_argument("--data_dir", default=None)
     parser.add_argument("--split", default="test")
     parser.add_argument("--beam_size", type=int, default=None)
-    parser.add_argument("--modes", default="constrained,unconstrained")
+    parser.add_argument("--modes", default="constrained,tree_only,unconstrained",
+                        help="constrained: the decoder's default (the tree constraint and, "
+                             "with a word-level source, the tag dictionary); tree_only: "
+                             "without the tag dictionary; unconstrained: neither")
     args = parser.parse_args()
 
     from t2t_lite import checkpoints, decoding, registry
@@ -45,7 +49,8 @@ def main():
         for mode in args.modes.split(","):
             options = decoding.DecodeOptions.from_hparams(
                 hparams, beam_size=args.beam_size,
-                constraint=problem.decode_constraint() if mode == "constrained" else None)
+                constraint=None if mode == "unconstrained" else problem.decode_constraint(
+                    tag_dictionary=mode == "constrained"))
             start = time.time()
             report = decoding.decode_split(problem, model, args.split, options)
             seconds = time.time() - start

@@ -125,7 +125,8 @@ def search(model, inputs, beam_size: int, alpha: float, max_decode_length: int,
     A `constraint` (`initial_state(inputs)`, `update(state, ids)`,
     `allowed(state, index, L)`, as `t2t_lite.tree_constraint.TreeConstraint`)
     keeps its per-beam state beside the self_cache, updates it with each
-    beam's last token and masks the tokens it forbids; None (translation)
+    beam's last token, lets its optional `adjust_logits(state, logits)` change
+    the model's logits, and masks the tokens it forbids; None (translation)
     runs the plain search.
 
     Args:
@@ -149,10 +150,13 @@ def search(model, inputs, beam_size: int, alpha: float, max_decode_length: int,
     else:
         self_cache = (self_cache, constraint.initial_state(inputs))
 
+        adjust = getattr(constraint, "adjust_logits", None)
+
         def next_fn(ids, index, cache):
             model_cache, state = cache
             logits, model_cache = model.decode_step(ids, index, model_cache, cross_cache)
-            return logits, (model_cache, constraint.update(state, ids))
+            state = constraint.update(state, ids)
+            return (adjust(state, logits) if adjust else logits), (model_cache, state)
 
         growth.update(
             grow_cache=lambda cache, n: (model.grow_self_cache(cache[0], n), cache[1]),

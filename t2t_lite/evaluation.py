@@ -160,7 +160,10 @@ class DevEvaluator:
         scores = self.problem.evaluate(hypotheses, references, sources)
         seconds = time.time() - start
         primary = scores[0]
-        is_best = self.best is None or primary.value > self.best["value"]
+        # A best/ kept under another metric (the problem changed its first metric) is
+        # not comparable: the first evaluation replaces it.
+        is_best = (self.best is None or self.best.get("metric") != primary.name
+                   or primary.value > self.best["value"])
         if is_best:
             self._save_best(step, loss, nll, scores, len(hypotheses))
         with self.writer.as_default(step=step):

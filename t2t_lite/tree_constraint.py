@@ -19,6 +19,13 @@ words within the maximum decode length:
 - EOS only after the root has closed; anything else (padding, unknown and
   byte pieces) never.
 
+With a word-level source (one id per word), a tag dictionary can narrow the
+tags further, as POS taggers' do (Ratnaparkhi 1996): the slot of the i-th
+word takes only the tags that word had in the training trees, for words seen
+`min_count` times or more; other words keep every tag (`tag_dictionary`). A
+slot then cannot drift off its word: a comma is tagged `,`, so COLLINS.prm
+deletes the same punctuation from output and gold.
+
 The shortest completion of a prefix with `d` open phrases and `w` words left
 is w + d + 1 tokens (EOS included), so a prefix is kept only if that fits in
 the steps left; the search can therefore always finish. The mask is applied
@@ -71,6 +78,29 @@ def token_tables(target_pieces: list[str]) -> tuple[np.ndarray, np.ndarray]:
     return kinds, labels
 
 
+def tag_dictionary(examples, source_size: int, target_pieces: list[str],
+                   min_count: int = 5) -> np.ndarray:
+    """bool [V_source, V_target]: the tags each source word may take.
+
+    `examples`: (source ids, target ids) of the training trees, a word-level
+    source (the i-th id is the i-th word; EOS and padding are ignored). A word
+    seen `min_count` times or more may take the tags it had; any other id, and
+    every non-tag target token, is left unrestricted (all True).
+    """
+    kinds = token_tables(target_pieces)[0]
+    is_tag = kinds == TAG
+    seen = np.zeros((source_size, len(target_pieces)), np.int64)
+    for source, target in examples:
+        words = [w for w in source if w > EOS_ID]
+        tags = [t for t in target if is_tag[t]]
+        if len(words) == len(tags):
+            np.add.at(seen, (np.asarray(words, np.int64), np.asarray(tags, np.int64)), 1)
+    frequent = seen.sum(axis=1) >= max(min_count, 1)
+    table = np.ones(seen.shape, bool)
+    table[np.ix_(frequent, is_tag)] = seen[np.ix_(frequent, is_tag)] > 0
+    return table
+
+
 def word_starts(source_pieces: list[str]) -> np.ndarray:
     """bool [V_source]: the pieces that begin a word (SentencePiece's `▁` prefix)."""
     return np.array([p.startswith(SPACE_MARK) for p in source_pieces], bool)
@@ -84,10 +114,12 @@ class TreeConstraint:
       source_pieces: the source vocabulary's pieces; an input's word count is
         the number of its pieces that start a word.
       max_depth: the deepest nesting a tree may reach (a static stack size).
+      tags: None, or `tag_dictionary`'s table (word-level sources only): the
+        tags the slot of each input word may take.
     """
 
     def __init__(self, target_pieces: list[str], source_pieces: list[str],
-                 max_depth: int = 128):
+                 max_depth: int = 128, tags: np.ndarray | None = None):
         kinds, labels = token_tables(target_pieces)
         if not (kinds == OPEN).any() or not (kinds == TAG).any():
             raise ValueError("the target vocabulary has no phrase or POS-tag pieces; "
@@ -96,6 +128,13 @@ class TreeConstraint:
         self.labels = labels
         self.word_starts = word_starts(source_pieces)
         self.max_depth = max_depth
+        if tags is not None:
+            if tags.shape != (len(source_pieces), len(target_pieces)):
+                raise ValueError(f"tags has shape {tags.shape}, not (source, target) vocabulary "
+                                 f"sizes ({len(source_pieces)}, {len(target_pieces)})")
+            if not self.word_starts[EOS_ID + 2:].all():
+                raise ValueError("a tag dictionary needs a word-level source (one id per word)")
+        self.tags = tags
 
     def initial_state(self, inputs) -> dict:
         """inputs int32 [B, S] source ids -> the state of B empty prefixes."""
@@ -104,8 +143,11 @@ class TreeConstraint:
         rows = ops.shape(inputs)[0]
         zeros = ops.zeros((rows,), "int32")
         false = ops.zeros((rows,), "bool")
-        return {"words_left": words, "depth": zeros, "empty": false, "started": false,
-                "done": false, "stack": ops.zeros((rows, self.max_depth), "int32")}
+        state = {"words_left": words, "depth": zeros, "empty": false, "started": false,
+                 "done": false, "stack": ops.zeros((rows, self.max_depth), "int32")}
+        if self.tags is not None:  # The words, to look up the slot's word.
+            state.update(inputs=ops.cast(inputs, "int32"), words=words)
+        return state
 
     def update(self, state: dict, tokens) -> dict:
         """The state after each row appends `tokens` int32 [N] (others: unchanged)."""
@@ -125,6 +167,7 @@ class TreeConstraint:
             "done": ops.logical_or(state["done"],
                                    ops.logical_and(is_close, new_depth == 0)),
             "stack": ops.where(push, label[:, None], state["stack"]),
+            **{k: state[k] for k in ("inputs", "words") if k in state},
         }
 
     def allowed(self, state: dict, index, max_decode_length: int):
@@ -144,7 +187,37 @@ class TreeConstraint:
         end_row = done | (~state["started"] & (left == 0))
         kinds = ops.convert_to_tensor(self.kinds)[None, :]
         labels = ops.convert_to_tensor(self.labels)[None, :]
+        tag_ok = tag_row[:, None]
+        if self.tags is not None:
+            tag_ok = tag_ok & self._slot_tags(state)
         return ((kinds == OPEN) & open_row[:, None]
-                | (kinds == TAG) & tag_row[:, None]
+                | (kinds == TAG) & tag_ok
                 | (kinds == CLOSE) & close_row[:, None] & (labels == top)
                 | (kinds == END) & end_row[:, None])
+
+    def _slot_tags(self, state):
+        """bool [N, V]: the tag dictionary's row of the word the next slot is for."""
+        inputs = state["inputs"]
+        slot = ops.minimum(state["words"] - state["words_left"], ops.shape(inputs)[1] - 1)
+        word = ops.take_along_axis(inputs, slot[:, None], axis=1)[:, 0]
+        return ops.take(ops.convert_to_tensor(self.tags), word, axis=0)
+
+    def adjust_logits(self, state, logits):
+        """logits [N, V] -> the same, with the tag dictionary's tags renormalized
+        (the forbidden ones at -1e30).
+
+        The probability of the tags the dictionary forbids for the slot's word
+        goes to the ones it allows, in proportion, so the dictionary changes
+        which tag fills a slot but not how likely a slot is against a bracket
+        (masking alone would make the beam open brackets to avoid a word whose
+        preferred tag is forbidden). Without a dictionary: unchanged.
+        """
+        if self.tags is None:
+            return logits
+        is_tag = ops.convert_to_tensor(self.kinds == TAG)[None, :]
+        kept = is_tag & self._slot_tags(state)
+        floor = ops.full_like(logits, -1e30)
+        shift = (ops.logsumexp(ops.where(is_tag, logits, floor), axis=-1)
+                 - ops.logsumexp(ops.where(kept, logits, floor), axis=-1))
+        # Forbidden tags leave the softmax's normalizer too (the mask removes them anyway).
+        return ops.where(kept, logits + shift[:, None], ops.where(is_tag, floor, logits))

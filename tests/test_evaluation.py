@@ -114,6 +114,16 @@ def test_problem_metric_reaches_dev_evaluation_and_best_is_kept(tiny_hparams, tm
     assert record["step"] == 25 and record["value"] == 40.0
     assert "new best" not in [line for line in lines if line.startswith("dev step 20")][0]
 
+    # A best/ kept under another metric is not comparable: the next evaluation replaces it.
+    record["metric"], record["value"] = "another_metric", 1000.0
+    with open(tmp_path / "best" / "best.json", "w") as f:
+        json.dump(record, f)
+    SCRIPT = ScriptedMetric([1.0])
+    _, lines = _train("test_reverse_scripted_metric", tiny_hparams, tmp_path, 30,
+                      eval_every=5, save_checkpoints_steps=5, keep_checkpoint_max=5)
+    record = json.load(open(tmp_path / "best" / "best.json"))
+    assert (record["step"], record["metric"], record["value"]) == (30, "scripted", 1.0)
+
 
 def test_dev_loss_matches_the_loss_of_the_model(tiny_hparams, tmp_path):
     """The dev loss is the per-token smoothed loss of the model on those examples."""

@@ -95,6 +95,12 @@ def test_evalb_metric_reports_errors_as_unparsed():
     assert "1 errors" in score.line
     # ...the strict figure counts its 3 brackets as missed: R 3/6, P 3/3.
     assert "F1 66.67 counting errors as unparsed" in score.line
+    # The problem's metric (dev selection, the decoder's figure) is the strict one.
+    problem_score = registry.problem("wsj_parsing").eval_metrics()[0].score(test, gold)
+    assert problem_score.name == "evalb_f1_strict"
+    assert problem_score.value == pytest.approx(66.6667, abs=1e-3)
+    assert problem_score.line == score.line
+    assert registry.problem("wsj_parsing").eval_metrics()[0].score(gold, gold).value == 100.0
 
 
 def _run(*args):
@@ -121,6 +127,10 @@ def parsing_run(tmp_path_factory):
 def test_trainer_starts_with_the_parsing_set_on_the_wsj_layout(parsing_run):
     _, data, out, log = parsing_run
     assert "training wsj_parsing with" in log
+    problem = registry.problem("wsj_parsing")
+    problem.set_data_dir(data)
+    assert problem.source_vocab.model_type == "word"  # The default: one id per word.
+    assert len(problem.encode("the Zebras fed 42 birds .")) == 6
     hparams = checkpoints.load_model(out)[1]
     assert (hparams.num_layers, hparams.d_model, hparams.beam_size, hparams.alpha,
             hparams.extra_length) == (4, 1024, 21, 0.3, 300)
@@ -134,7 +144,8 @@ def test_decoder_writes_trees_over_the_input_words(parsing_run, tmp_path):
     """An almost untrained 4 x 1024 model, decoded with the problem's constraint:
     every output line is a tree over exactly the words of its input line."""
     _, _, out, _ = parsing_run
-    lines = ["the dog saw a cat .", "a man fed the bird .", "dog"]
+    lines = ["the dog saw a cat .", "a man fed the bird .", "dog",
+             "the Zebras fed 42 well-fed birds ."]  # Unknown words: classes, one id each.
     source = tmp_path / "in.txt"
     source.write_text("\n".join(lines) + "\n")
     target = tmp_path / "out.txt"
@@ -142,13 +153,15 @@ def test_decoder_writes_trees_over_the_input_words(parsing_run, tmp_path):
     gold.write_text(
         "( (S (NP-SBJ (DT the) (NN dog)) (VP (VBD saw) (NP (DT a) (NN cat))) (. .)) )\n"
         "( (S (NP-SBJ (DT a) (NN man)) (VP (VBD fed) (NP (DT the) (NN bird))) (. .)) )\n"
-        "( (NP (NN dog)) )\n")
+        "( (NP (NN dog)) )\n"
+        "( (S (NP-SBJ (DT the) (NNS Zebras)) (VP (VBD fed) (NP (CD 42) (JJ well-fed) "
+        "(NNS birds))) (. .)) )\n")
     result = _run("t2t_lite.bin.decoder", f"--output_dir={out}", f"--decode_from_file={source}",
                   f"--decode_to_file={target}", "--beam_size=3", "--extra_length=30",
                   f"--reference={gold}")
     assert "EVALB (COLLINS.prm): F1" in result.stdout
     trees = target.read_text().splitlines()
-    assert len(trees) == 3
+    assert len(trees) == 4
     for line, tree in zip(lines, trees):
         parsed = ptb.read_trees(tree)
         assert len(parsed) == 1 and parsed[0].label == "TOP"

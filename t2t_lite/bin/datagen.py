@@ -52,7 +52,7 @@ def parse_args(argv=None):
     parser.add_argument("--source_vocab_type", choices=("bpe", "word"), default=None,
                         help="separate vocabularies: bpe (subwords) or word (one piece per "
                              "word, unknown words as classes of their shape and suffix); "
-                             "default: the problem's")
+                             "default: the problem's (bpe; word for wsj_parsing)")
     parser.add_argument("--vocab_sample_size", type=int, default=None,
                         help="training pairs sampled to learn the vocabulary")
     parser.add_argument("--shard_size", type=int, default=None, help="pairs per shard")

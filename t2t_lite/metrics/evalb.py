@@ -301,12 +301,16 @@ class EvalbF1(Metric):
     `prm`: a .prm path, "COLLINS" (the default) or "new". Error sentences (a
     test tree whose words differ from the gold tree's, or that is ill-formed)
     are left out, as EVALB does; the line says how many. No MAX_ERROR limit.
+    `count_errors=True` makes the value (`evalb_f1_strict`) F1 with error
+    sentences counted as unparsed (`strict_f1`), so a model whose trees EVALB
+    mostly rejects cannot score high on the few it keeps: what dev selection
+    needs. The line is the same.
     """
 
-    name = "evalb_f1"
-
-    def __init__(self, prm: str | Params | None = None):
+    def __init__(self, prm: str | Params | None = None, count_errors: bool = False):
         self.params = dataclasses.replace(load_params(prm), max_error=None)
+        self.count_errors = count_errors
+        self.name = "evalb_f1_strict" if count_errors else "evalb_f1"
 
     def score(self, hypotheses: Sequence[str], references: Sequence[str],
               sources: Sequence[str] | None = None) -> Score:
@@ -320,9 +324,10 @@ class EvalbF1(Metric):
                 f"precision {t.precision:.2f}, complete match "
                 f"{t.summary()['Complete match']:.2f}, tagging {t.tag_accuracy:.2f} "
                 f"({t.valid} valid, {t.errors} errors, {t.skipped} skipped of {t.sentences})")
+        strict = strict_f1(result, gold, self.params) if t.errors else f1
         if t.errors:
-            line += f"; F1 {strict_f1(result, gold, self.params):.2f} counting errors as unparsed"
-        return Score(self.name, f1, line)
+            line += f"; F1 {strict:.2f} counting errors as unparsed"
+        return Score(self.name, strict if self.count_errors else f1, line)
 
 
 def strict_f1(result: Result, gold_lines: Sequence[str], params: Params) -> float:
