@@ -216,11 +216,15 @@ def vocab_files(problem) -> tuple[str, str] | None:
             raise ExportError(f"no vocabulary {path}: run t2t_lite-datagen "
                               f"--problem={problem.name} --data_dir={os.path.dirname(path)} "
                               "first")
-    if SubwordVocab.load(files[0]).model_type == "word":
-        raise ExportError(f"{files[0]} is a word-level vocabulary: its unknown-word classes "
+    return files
+
+
+def check_in_graph_source(path: str) -> None:
+    """Raises ExportError if the source vocabulary at `path` cannot run in the graph."""
+    if SubwordVocab.load(path).model_type == "word":
+        raise ExportError(f"{path} is a word-level vocabulary: its unknown-word classes "
                           "are applied in Python, not in the graph, so the run cannot be "
                           "exported; decode it with t2t_lite-decoder")
-    return files
 
 
 def _save(module, path, signatures):
@@ -246,6 +250,8 @@ def export(output_dir: str, export_dir: str, checkpoint: str | None = None,
         raise ExportError("beam_size must be >= 1 and extra_length >= 0")
     max_length = int(hparams.max_length)
     vocabs = vocab_files(problem)  # None: an ids-only problem (no text signature).
+    if vocabs:
+        check_in_graph_source(vocabs[0])
 
     os.makedirs(export_dir, exist_ok=True)
     for name in remove_stale_temporaries(export_dir):

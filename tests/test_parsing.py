@@ -140,6 +140,37 @@ def test_trainer_starts_with_the_parsing_set_on_the_wsj_layout(parsing_run):
     assert written == {"train": 480, "dev": 24, "test": 24}  # 20, 1, 1 sections x 2 x 12.
 
 
+def test_the_constraint_holds_a_tag_dictionary_from_the_training_shards(parsing_run, tmp_path,
+                                                                        capsys):
+    _, data, _, _ = parsing_run
+    problem = registry.problem("wsj_parsing")
+    problem.set_data_dir(data)
+    constraint = problem.decode_constraint()
+    source, target = problem.source_vocab, problem.target_vocab
+    pieces = [target.id_to_piece(i) for i in range(target.vocab_size)]
+    the = source.encode("the")[0]
+    allowed = {pieces[i][1:] for i in range(len(pieces)) if constraint.tags[the, i]
+               and pieces[i][1:] in ptb_tags(pieces)}
+    assert allowed == {"DT"}  # The toy treebank's `the` is always DT.
+    assert problem.decode_constraint(tag_dictionary=False).tags is None
+    # Vocabularies without the training shards: the plain tree constraint, and a warning.
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    for name in os.listdir(data):
+        if name.startswith("vocab."):
+            shutil.copy(os.path.join(data, name), bare / name)
+    problem.set_data_dir(str(bare))
+    assert problem.decode_constraint().tags is None
+    assert "no training shards" in capsys.readouterr().err
+
+
+def ptb_tags(pieces):
+    from t2t_lite.tree_constraint import TAG, token_tables
+
+    kinds = token_tables(pieces)[0]
+    return {p[1:] for p, k in zip(pieces, kinds) if k == TAG}
+
+
 def test_decoder_writes_trees_over_the_input_words(parsing_run, tmp_path):
     """An almost untrained 4 x 1024 model, decoded with the problem's constraint:
     every output line is a tree over exactly the words of its input line."""

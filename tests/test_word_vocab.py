@@ -111,9 +111,11 @@ def test_datagen_source_vocab_type(raw, tmp_path, capsys):
     # A word-level source cannot be put in the graph: export refuses in one line.
     problem = WordSourceFiles()
     problem.set_data_dir(str(data))
+    source_file = export.vocab_files(problem)[0]
     with pytest.raises(ExportError, match="word-level vocabulary: .*decode it with "
                                           "t2t_lite-decoder"):
-        export.vocab_files(problem)
+        export.check_in_graph_source(source_file)
+    export.check_in_graph_source(export.vocab_files(problem)[1])  # BPE: fine.
 
 
 def test_source_vocab_type_needs_separate_vocabularies(raw, tmp_path):
