@@ -103,6 +103,7 @@ def test_translate_ids_matches_decoder_without_tensorflow_text(reverse_run, tmp_
     assert sorted(os.listdir(export_dir)) == ["1", "2"]
 
 
+@pytest.mark.slow  # ~15-25 s; kept out of `make test` for the 15-minute budget.
 def test_export_killed_by_sigkill_is_cleaned_up_by_the_next(reverse_run, tmp_path):
     import signal
     import time

@@ -188,6 +188,7 @@ model.fit(problem.dataset("train", hparams, repeat=True), steps_per_epoch=5, epo
 """
 
 
+@pytest.mark.slow  # ~20-30 s; kept out of `make test` for the 15-minute budget.
 def test_backup_and_restore_resumes_fit_after_a_kill(tmp_path):
     import json
     import os

@@ -95,6 +95,7 @@ def test_bad_tf_config_is_one_line(tmp_path):
     assert lines[0].startswith("t2t_lite-trainer: error: TF_CONFIG must be a JSON object")
 
 
+@pytest.mark.slow  # ~25-35 s: two worker processes.
 def test_two_workers_train_in_lockstep_like_one_process(tmp_path):
     outputs = _finish(_start_workers(tmp_path / "cluster", 10, _free_ports(2)))
     for code, out in outputs:

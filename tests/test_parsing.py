@@ -201,7 +201,7 @@ def test_decoder_writes_trees_over_the_input_words(parsing_run, tmp_path):
 
 
 @needs_data(SAMPLE)
-@pytest.mark.parametrize("beam_size", [1, 4])
+@pytest.mark.parametrize("beam_size", [pytest.param(1, marks=pytest.mark.slow), 4])
 def test_constrained_search_never_builds_an_invalid_tree_on_held_out_sentences(
         tmp_path, beam_size):
     """An untrained model on every held-out (test) sentence of the sample."""

@@ -225,6 +225,7 @@ def test_training_gives_finite_losses_and_a_checkpoint_that_loads(
     assert model(_batch()).dtype == "float32"
 
 
+@pytest.mark.slow  # ~11-16 s; kept out of `make test` for the 15-minute budget.
 def test_resume_may_change_precision_but_not_loss_scaling(tiny_hparams, tmp_path):
     _train(tiny_hparams, tmp_path, 1)
     # A LossScaleOptimizer's checkpoint does not fit Adam's, nor Adam's it.

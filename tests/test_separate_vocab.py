@@ -181,6 +181,7 @@ def test_shared_problem_keeps_one_vocabulary(raw, tmp_path, capsys):
     assert len(err) == 1 and "shares one vocabulary" in err[0] and "--vocab_size" in err[0]
 
 
+@pytest.mark.slow  # ~40-60 s: datagen, training, decoding and export.
 def test_train_decode_export_with_separate_vocabularies(raw, tmp_path, capsys):
     """The whole chain on a problem whose sides have their own vocabularies."""
     import tensorflow as tf

@@ -118,6 +118,7 @@ def test_cli_errors_are_one_line(args, message, tmp_path, capsys):
     assert len(err.splitlines()) == 1 and "Traceback" not in err
 
 
+@pytest.mark.slow  # ~20-30 s; test_incompatible_output_dir_is_refused stays fast.
 def test_cli_incompatible_dir(tmp_path, capsys):
     base = ["--problem=algorithmic_reverse", "--hparams=tiny", f"--output_dir={tmp_path}",
             "--train_steps=1", f"--hparams_overrides={TINY}"]
