@@ -17,6 +17,7 @@ def _train(problem_name, overrides, steps, output_dir, **options):
     return problem
 
 
+@pytest.mark.slow  # ~20-30 s; kept out of `make test` for the 15-minute budget.
 def test_copy_learns_quickly(tmp_path):
     problem = _train("algorithmic_copy", DEMO + ",num_layers=1,d_model=64,d_ff=128",
                      300, tmp_path)

@@ -76,6 +76,7 @@ def test_fit_with_schedule_and_checkpoint_averaging(tiny_hparams):
     assert not np.allclose(np.array(model.weights[0]), recorder.weights[10][0])
 
 
+@pytest.mark.slow  # ~20-30 s; kept out of `make test` for the 15-minute budget.
 def test_fit_learns_under_mirrored_strategy_with_keras_callbacks(tiny_hparams, tmp_path):
     """The issue's recipe: two replicas, BackupAndRestore and TensorBoard; the loss falls."""
     problem = registry.problem("algorithmic_reverse")

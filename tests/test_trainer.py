@@ -70,6 +70,7 @@ def _cli(*args):
             "--hparams=tiny", f"--hparams_overrides={TINY}", *args]
 
 
+@pytest.mark.slow  # ~20-30 s; kept out of `make test` for the 15-minute budget.
 def test_sigkill_then_resume(tmp_path):
     out = str(tmp_path)
     process = subprocess.Popen(
