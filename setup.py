@@ -1,6 +1,6 @@
 """t2t_lite: the Transformer of "Attention Is All You Need" on TensorFlow 2 / Keras 3."""
 
-from setuptools import setup
+from setuptools import find_packages, setup
 
 setup(
     name="t2t_lite",
@@ -13,15 +13,12 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
     # `problems` and `hparams` are taken as top-level names on PyPI, so they
-    # install as t2t_lite.problems and t2t_lite.hparams (DESIGN.md).
-    packages=[
-        "t2t_lite",
-        "t2t_lite.layers",
-        "t2t_lite.metrics",
-        "t2t_lite.bin",
-        "t2t_lite.problems",
-        "t2t_lite.hparams",
-    ],
+    # install as t2t_lite.problems and t2t_lite.hparams (DESIGN.md). Every
+    # package is found, so a new subpackage cannot drop out of a wheel
+    # (tests/test_wheel.py builds and installs one).
+    packages=find_packages(include=["t2t_lite", "t2t_lite.*"]) + [
+        f"t2t_lite.{name}" for name in find_packages(
+            include=["problems", "problems.*", "hparams", "hparams.*"])],
     package_dir={
         "t2t_lite.problems": "problems",
         "t2t_lite.hparams": "hparams",

@@ -44,7 +44,8 @@ from tensorflow.tsl.profiler.protobuf import xplane_pb2  # noqa: E402
 import decode_speed  # noqa: E402
 from keras import ops  # noqa: E402
 
-from t2t_lite import checkpoints, registry  # noqa: E402
+from t2t_lite import registry  # noqa: E402
+from t2t_lite.runs import checkpoints
 from t2t_lite.layers import attention  # noqa: E402
 from t2t_lite.ids import EOS_ID  # noqa: E402
 

@@ -23,7 +23,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from t2t_lite import checkpoints, decoding, registry  # noqa: E402
+from t2t_lite import registry  # noqa: E402
+from t2t_lite.runs import checkpoints
+from t2t_lite.decoding.search import search
 from t2t_lite.ids import EOS_ID  # noqa: E402
 
 SIZES = {
@@ -37,7 +39,7 @@ def make_decode(model, jit: bool):
     """A traced function: sources int32 [B, S+1] -> sequences [B, K, 40]."""
 
     def decode(inputs):
-        return decoding.search(model, inputs, BEAM, ALPHA, NEW_TOKENS,
+        return search(model, inputs, BEAM, ALPHA, NEW_TOKENS,
                                min_decode_length=NEW_TOKENS)
 
     spec = tf.TensorSpec([BATCH, SOURCE_LENGTH + 1], tf.int32)

@@ -20,7 +20,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
 
-from t2t_lite import checkpoints, decode_policy, export, registry, run_dir  # noqa: E402
+from t2t_lite import registry  # noqa: E402
+from t2t_lite.runs import checkpoints
+from t2t_lite.decoding import decode_policy
+from t2t_lite.serving import export
+from t2t_lite.runs import run_dir
 
 
 def main():

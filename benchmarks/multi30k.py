@@ -52,13 +52,14 @@ def read_text(raw_dir: str, name: str) -> list[str]:
 
 def bleu(problem, model, hparams, lines, references, beam_size):
     """(sacreBLEU result, seconds) of `lines` decoded with `beam_size` (1 = greedy)."""
-    from t2t_lite import decoding
+    from t2t_lite.decoding.options import DecodeOptions
+    from t2t_lite.decoding.splits import decode_lines
     from t2t_lite.metrics.bleu import sacrebleu_score
 
-    options = decoding.DecodeOptions.from_hparams(hparams, beam_size=beam_size,
+    options = DecodeOptions.from_hparams(hparams, beam_size=beam_size,
                                                   batch_size=100)
     start = time.time()
-    results = decoding.decode_lines(problem, model, lines, options, hparams.max_length,
+    results = decode_lines(problem, model, lines, options, hparams.max_length,
                                     warn=lambda message: None)
     seconds = time.time() - start
     return sacrebleu_score([beams[0][0] for beams in results], references), seconds
@@ -66,8 +67,9 @@ def bleu(problem, model, hparams, lines, references, beam_size):
 
 def score_checkpoint(run, name, problem, hparams, data_dir, tests, average, held_out):
     """The stage's JSON record for checkpoint `name` of `run`."""
-    from t2t_lite import averaging, checkpoints
-    from t2t_lite.evaluation import mean_loss
+    from t2t_lite.runs import averaging
+    from t2t_lite.runs import checkpoints
+    from t2t_lite.training.evaluation import mean_loss
 
     names = checkpoints.list_checkpoints(run)
     ending = names[:names.index(name) + 1][-average:]
@@ -118,8 +120,11 @@ def main():
                         help="also score the 2017 test sets (once, at the end)")
     args = parser.parse_args()
 
-    from t2t_lite import datagen, registry, run_dir, trainer
-    from t2t_lite.evaluation import EvalOptions
+    from t2t_lite import registry
+    from t2t_lite.data import datagen
+    from t2t_lite.runs import run_dir
+    from t2t_lite.training import trainer
+    from t2t_lite.training.evaluation import EvalOptions
 
     data_dir = args.data_dir or os.path.join(args.work_dir, "data")
     run = args.run_dir or os.path.join(args.work_dir, "run")

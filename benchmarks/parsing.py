@@ -38,7 +38,10 @@ def main():
                              "without the tag dictionary; unconstrained: neither")
     args = parser.parse_args()
 
-    from t2t_lite import checkpoints, decoding, registry
+    from t2t_lite import registry
+    from t2t_lite.runs import checkpoints
+    from t2t_lite.decoding.options import DecodeOptions
+    from t2t_lite.decoding.splits import decode_split
     from t2t_lite.metrics.evalb import evaluate, load_params, strict_f1
 
     params = dataclasses.replace(load_params("COLLINS"), max_error=None)  # Score every line.
@@ -47,12 +50,12 @@ def main():
         problem = registry.problem(info["problem"])
         problem.set_data_dir(args.data_dir or info.get("data_dir"))
         for mode in args.modes.split(","):
-            options = decoding.DecodeOptions.from_hparams(
+            options = DecodeOptions.from_hparams(
                 hparams, beam_size=args.beam_size,
                 constraint=None if mode == "unconstrained" else problem.decode_constraint(
                     tag_dictionary=mode == "constrained"))
             start = time.time()
-            report = decoding.decode_split(problem, model, args.split, options)
+            report = decode_split(problem, model, args.split, options)
             seconds = time.time() - start
             result = evaluate(report.references, report.hypotheses, params)
             t = result.all

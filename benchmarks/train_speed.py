@@ -3,7 +3,7 @@
     python benchmarks/train_speed.py --size bench     # or base, or all (default)
     python benchmarks/train_speed.py --size all --jit on
 
-The trainer's own step (`t2t_lite.trainer.build_state` + `train_step.StepRunner`:
+The trainer's own step (`t2t_lite.training.trainer.build_state` + `train_step.StepRunner`:
 the Transformer, label-smoothed loss, Adam with equation 3, under the default
 MirroredStrategy) on the peers' workload: "bench" (N=3, d_model 256, d_ff 1024,
 h=4, vocabulary 8192, 32 sentences of 32 source and 32 target tokens) and
@@ -13,9 +13,9 @@ h=4, vocabulary 8192, 32 sentences of 32 source and 32 target tokens) and
 
 One JSON line per size: target tokens/s (median, best, worst over steps), model
 GFLOP/s and MFU. The FLOP count is `../shared/bench/_common.py`'s when that
-file is there (the number every peer is divided by), else `t2t_lite.flops`
+file is there (the number every peer is divided by), else `t2t_lite.training.flops`
 (the same formula over t2t_lite's own weights: no attention biases); the peak
-is the best TensorFlow float32 matmul measured in this run (`t2t_lite.flops.
+is the best TensorFlow float32 matmul measured in this run (`t2t_lite.training.flops.
 matmul_peak` over 1024-3072). `--jit auto` (the default) is what the trainer does
 without flags. `benchmarks/train_side_by_side.sh` runs it beside the peers.
 """
@@ -39,8 +39,10 @@ import tensorflow as tf  # noqa: E402
 
 tf.config.threading.set_intra_op_parallelism_threads(THREADS)
 
-from t2t_lite import flops, registry, trainer  # noqa: E402
-from t2t_lite.train_step import StepRunner  # noqa: E402
+from t2t_lite import registry  # noqa: E402
+from t2t_lite.training import flops
+from t2t_lite.training import trainer
+from t2t_lite.training.train_step import StepRunner  # noqa: E402
 
 # name: (hparams overrides of base, vocabulary, sentences, source length, target length)
 SIZES = {
@@ -102,7 +104,7 @@ def run(size: str, jit: bool, budget_s: float) -> dict:
         "bench": "train", "system": "t2t_lite StepRunner" + (" (XLA)" if jit else ""),
         "size": size, "jit": jit, "threads": THREADS, "tensorflow": tf.__version__,
         "params": model.count_params(), "flops_per_step": step_flops,
-        "flop_count": "shared/bench/_common.py" if peer else "t2t_lite.flops",
+        "flop_count": "shared/bench/_common.py" if peer else "t2t_lite.training.flops",
         "t2t_lite_flops_per_step": own, "step_s_median": round(median, 4),
         "warmup_s": round(warmup_s, 2), "timed_steps": len(times),
         "tgt_tokens_per_s": {"median": round(tokens / median, 1),

@@ -24,7 +24,7 @@ import tensorflow as tf
 
 from t2t_lite.ids import EOS_ID, PAD_ID, strip_ids
 from t2t_lite.metrics.base import ExactMatch, Metric, Score, evaluate
-from t2t_lite.shards import SPLITS
+from t2t_lite.data.shards import SPLITS
 
 
 
@@ -81,7 +81,7 @@ class Problem(abc.ABC):
         """`(features, targets)` batches for `keras.Model.fit` / `evaluate`.
 
         Token-based, length-bucketed batches as the trainer reads them
-        (`t2t_lite.data`): features {"inputs": int32 [B, L], "targets": [B, L]}
+        (`t2t_lite.data.batching`): features {"inputs": int32 [B, L], "targets": [B, L]}
         and the targets again as Keras' y. The training split is shuffled
         (seeded) in the trainer's order: every new iterator starts the same
         sequence (Keras iterates a dataset once to inspect it before training,
@@ -91,7 +91,7 @@ class Problem(abc.ABC):
         multiple of it, so every replica gets as many rows (Keras under
         MirroredStrategy fails on uneven splits); they hold no target token.
         """
-        from t2t_lite import data
+        from t2t_lite.data import batching
 
         examples = self.examples(split, data_dir)
 
@@ -101,7 +101,7 @@ class Problem(abc.ABC):
                 ordered = ordered.shuffle(10_000, seed=seed, reshuffle_each_iteration=True)
             if repeat:
                 ordered = ordered.repeat()
-            return data.batch_by_tokens(
+            return batching.batch_by_tokens(
                 ordered, hparams.batch_size, hparams.max_length, num_replicas,
                 drop_long=split == "train", min_length_bucket=hparams.min_length_bucket,
                 length_bucket_step=hparams.length_bucket_step)
@@ -136,9 +136,9 @@ class Problem(abc.ABC):
         return reference
 
     def decode_constraint(self):
-        """A search constraint (`t2t_lite.decoding.search`) the decoder applies by
+        """A search constraint (`t2t_lite.decoding.search.search`) the decoder applies by
         default, or None: the plain search (translation). Parsing returns
-        `t2t_lite.tree_constraint.TreeConstraint`."""
+        `t2t_lite.parsing.tree_constraint.TreeConstraint`."""
         return None
 
     def source_text(self, split: str, data_dir: str | None = None) -> list[tuple[str, str]]:

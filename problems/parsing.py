@@ -13,10 +13,10 @@ free 10% sample (wsj_0001-wsj_0199) is assumed and split by file number:
 wsj_0001-0159 train (3,396 trees), wsj_0160-0179 dev (273), wsj_0180-0199 test
 (245); other file numbers train.
 
-Each tree is cleaned as parsers conventionally do (`t2t_lite.ptb.clean`:
+Each tree is cleaned as parsers conventionally do (`t2t_lite.parsing.ptb.clean`:
 traces and empty elements removed with the constituents they empty,
 function tags and indices stripped, the outer empty-labelled bracket
-removed). Source: its words. Target: its linearization (`t2t_lite.ptb`):
+removed). Source: its words. Target: its linearization (`t2t_lite.parsing.ptb`):
 Vinyals et al. 2015's bracket tokens with labelled closing brackets, and the
 POS tag as the word slot, as tensor2tensor keeps it: the words are not
 generated but restored from the input, so the output always has the input's
@@ -24,14 +24,14 @@ words, and EVALB's punctuation deletion and tagging accuracy see real tags.
 
 Vocabularies are separate: the source is word-level, one id per word (the
 paper's 16K, --source_vocab_size to change it; words outside it become classes
-of their shape and suffix, `t2t_lite.word_classes`), so the i-th word slot of
+of their shape and suffix, `t2t_lite.data.word_classes`), so the i-th word slot of
 the output answers the i-th input id; `--source_vocab_type=bpe` gives
 SentencePiece BPE pieces instead. The target has one piece per symbol (`word`
 model type; about 90 symbols on the sample). Decoding restores the
 words into `(TOP ...)` trees, scored with EVALB's COLLINS.prm
 (`t2t_lite.metrics.evalb`), which deletes the TOP bracket; the search is
 constrained to well-formed trees over exactly the input words
-(`t2t_lite.tree_constraint`; `t2t_lite-decoder --unconstrained` turns it off).
+(`t2t_lite.parsing.tree_constraint`; `t2t_lite-decoder --unconstrained` turns it off).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ import re
 import sys
 from typing import Iterator
 
-from t2t_lite import ptb
+from t2t_lite.parsing import ptb
 from t2t_lite.metrics.evalb import EvalbF1
 from t2t_lite.problems.base import ProblemError
 from t2t_lite.problems.text2text import Text2TextProblem
@@ -253,9 +253,9 @@ class WsjParsing(Text2TextProblem):
 
         With a word-level source and `tag_dictionary`, it also holds the tags
         each word had in the training trees (words seen `tag_dictionary_min_count`
-        times or more; `t2t_lite.tree_constraint.tag_dictionary`).
+        times or more; `t2t_lite.parsing.tree_constraint.tag_dictionary`).
         """
-        from t2t_lite.tree_constraint import TreeConstraint
+        from t2t_lite.parsing.tree_constraint import TreeConstraint
 
         target, source = self.target_vocab, self.source_vocab
         with_tags = tag_dictionary and source.model_type == "word"
@@ -269,7 +269,7 @@ class WsjParsing(Text2TextProblem):
 
     def _tag_dictionary(self, target_pieces):
         """The table from the training shards; None (and a warning) without them."""
-        from t2t_lite.tree_constraint import tag_dictionary
+        from t2t_lite.parsing.tree_constraint import tag_dictionary
 
         try:
             train = self.examples("train")

@@ -1,7 +1,7 @@
 """Text2TextProblem: text in, text out, over SentencePiece vocabularies and TFRecord shards.
 
 `t2t_lite-datagen --problem=P --data_dir=D [--raw_dir=R]` writes, into D, the
-shards `P-{train,dev,test}-0000k-of-0000n` (`t2t_lite.shards`), the manifest
+shards `P-{train,dev,test}-0000k-of-0000n` (`t2t_lite.data.shards`), the manifest
 `P.datagen.json` and the vocabulary (with a readable `.vocab` listing beside
 each `.model` file):
 - `shared_vocab = True` (the default, the paper's translation setup): one
@@ -26,11 +26,11 @@ import os
 
 import tensorflow as tf
 
-from t2t_lite import shards
+from t2t_lite.data import shards
 from t2t_lite.metrics.bleu import SacreBleu, TokenizedBleu
 from t2t_lite.problems.base import Problem, ProblemError
 from t2t_lite.problems.translate_corpus import FileCorpus, find_pair
-from t2t_lite.text_encoder import MODEL_SUFFIX, SubwordVocab, normalize
+from t2t_lite.data.text_encoder import MODEL_SUFFIX, SubwordVocab, normalize
 
 VOCAB_SIDES = ("source", "target")
 
@@ -200,7 +200,7 @@ class Text2TextProblem(Problem):
 
         Args:
           raw_dir: --raw_dir, or None (download).
-          options: `t2t_lite.datagen.DatagenOptions`.
+          options: `t2t_lite.data.datagen.DatagenOptions`.
         """
 
     def _check_languages(self, options) -> None:

@@ -10,7 +10,7 @@ shared vocabulary. The WMT 2014 problems are in translate_wmt.py.
 
 from __future__ import annotations
 
-from t2t_lite import shards
+from t2t_lite.data import shards
 from t2t_lite.problems.base import ProblemError
 from t2t_lite.problems.text2text import Text2TextProblem
 from t2t_lite.registry import register_problem

@@ -30,7 +30,7 @@ Optional, for pictures (`t2t_lite-visualize`): `attention_weights(features)` ->
 forward pass; `Transformer.call(features, return_attention_scores=True)` gives
 them with the logits.
 
-Decoding (`t2t_lite.decoding.search`) only uses this interface: it repeats the
+Decoding (`t2t_lite.decoding.search.search`) only uses this interface: it repeats the
 cross_cache leaves for the K beams, and beam search reorders the self_cache
 leaves along their first dimension. Checkpoints name weights by their Keras
 paths, so a model's weights keep their names as long as its layers do.

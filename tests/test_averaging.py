@@ -7,9 +7,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_lite import averaging, checkpoints, registry, trainer
+from t2t_lite import registry
+from t2t_lite.runs import averaging
+from t2t_lite.runs import checkpoints
+from t2t_lite.training import trainer
 from t2t_lite.bin import avg_checkpoints as avg_cli
-from t2t_lite.checkpoints import CheckpointError
+from t2t_lite.runs.checkpoints import CheckpointError
 
 TINY = "dropout_rate=0.0,num_layers=1,d_model=32,d_ff=64,num_heads=2,batch_size=256"
 

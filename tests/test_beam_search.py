@@ -1,4 +1,4 @@
-"""Tests for t2t_lite.beam_search (CPU, float32, tiny fake decoders)."""
+"""Tests for t2t_lite.decoding.beam_search (CPU, float32, tiny fake decoders)."""
 
 import os
 
@@ -11,9 +11,9 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from keras import ops  # noqa: E402
 
-from t2t_lite.beam_search import beam_search  # noqa: E402
-from t2t_lite.beam_search import greedy_search  # noqa: E402
-from t2t_lite.beam_search import length_penalty  # noqa: E402
+from t2t_lite.decoding.beam_search import beam_search  # noqa: E402
+from t2t_lite.decoding.beam_search import greedy_search  # noqa: E402
+from t2t_lite.decoding.beam_search import length_penalty  # noqa: E402
 
 PAD, EOS = 0, 1
 NEG = -1e9
@@ -345,7 +345,7 @@ def test_tf_function_dynamic_batch():
 def test_top_k_rows_equals_full_sort(vocab):
     import tensorflow as tf
 
-    from t2t_lite.beam_search import _top_k_rows
+    from t2t_lite.decoding.beam_search import _top_k_rows
 
     x = np.random.default_rng(vocab).normal(size=(7, vocab)).astype(np.float32)
     order = np.argsort(-x, axis=1)[:, :9]

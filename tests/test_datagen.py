@@ -13,10 +13,13 @@ import pytest
 import tensorflow as tf
 from conftest import data_file
 
-from t2t_lite import datagen, datagen_io, registry, shards
+from t2t_lite import registry
+from t2t_lite.data import datagen
+from t2t_lite.data import datagen_io
+from t2t_lite.data import shards
 from t2t_lite.bin import datagen as datagen_cli
 from t2t_lite.problems import EOS_ID, ProblemError
-from t2t_lite.text_encoder import DataError, normalize
+from t2t_lite.data.text_encoder import DataError, normalize
 
 SMALL = datagen.DatagenOptions(vocab_size=800, shard_size=100)
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_lite import decode_policy as policy
+from t2t_lite.decoding import decode_policy as policy
 from t2t_lite.ids import EOS_ID
 
 MAX_LENGTH = 24

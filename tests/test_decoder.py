@@ -10,7 +10,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_lite import checkpoints, datagen, decode_policy, decoding, registry, trainer
+from t2t_lite import registry
+from t2t_lite.runs import checkpoints
+from t2t_lite.data import datagen
+from t2t_lite.decoding import decode_policy
+from t2t_lite.decoding.decoder import Decoder
+from t2t_lite.decoding.options import DecodeOptions
+from t2t_lite.decoding.search import cache_lengths, search
+from t2t_lite.decoding.splits import decode_split
+from t2t_lite.training import trainer
 from t2t_lite.bin import decoder as decoder_cli
 from t2t_lite.metrics import ExactMatch, Metric, Score
 from t2t_lite.problems.algorithmic import AlgorithmicReverse
@@ -53,7 +61,7 @@ def test_decode_file_keeps_order_empty_and_long_lines(run_dir, tmp_path, capsys)
     # 63 tokens + EOS), so a shuffled output fails; the outputs differ, so it would.
     problem = registry.problem("algorithmic_reverse")
     model, *_ = checkpoints.load_model(run_dir)
-    alone = decoding.Decoder(model, decoding.DecodeOptions(beam_size=2, batch_size=1))
+    alone = Decoder(model, DecodeOptions(beam_size=2, batch_size=1))
     for line, output in zip(lines, got):
         if line:
             ids = decode_policy.source_ids(problem.encode(line), 64)
@@ -112,8 +120,8 @@ def test_problems_own_metric_reaches_the_decoder(tmp_path, capsys):
     run = _train("test_reverse_with_own_metric", tmp_path / "run", 2)
     problem = registry.problem("test_reverse_with_own_metric")
     model, *_ = checkpoints.load_model(run)
-    report = decoding.decode_split(problem, model, "test",
-                                   decoding.DecodeOptions(beam_size=1, batch_size=40))
+    report = decode_split(problem, model, "test",
+                                   DecodeOptions(beam_size=1, batch_size=40))
     assert len(report.sources) == len(report.hypotheses) == len(report.references) == 40
     assert [s.name for s in report.scores] == ["symbols_per_line", "exact_match"]
     assert report.scores == problem.evaluate(report.hypotheses, report.references,
@@ -146,12 +154,12 @@ def test_batched_equals_one_by_one_and_beam1_equals_greedy(run_dir):
     model, *_ = checkpoints.load_model(run_dir)
     rng = np.random.default_rng(0)
     sources = [list(rng.integers(2, 12, n)) + [1] for n in (3, 9, 1, 12, 5)]
-    options = decoding.DecodeOptions(beam_size=4, batch_size=5, return_beams=True)
-    batched = decoding.Decoder(model, options).decode(sources)
-    single = decoding.Decoder(
-        model, decoding.DecodeOptions(beam_size=4, batch_size=1, return_beams=True)).decode(
+    options = DecodeOptions(beam_size=4, batch_size=5, return_beams=True)
+    batched = Decoder(model, options).decode(sources)
+    single = Decoder(
+        model, DecodeOptions(beam_size=4, batch_size=1, return_beams=True)).decode(
         sources)
-    compiled = decoding.Decoder(model, dataclasses.replace(options, jit_compile=True)).decode(
+    compiled = Decoder(model, dataclasses.replace(options, jit_compile=True)).decode(
         sources)
     for a, b, c in zip(batched, single, compiled):
         assert [ids for ids, _ in a] == [ids for ids, _ in b] == [ids for ids, _ in c]
@@ -166,11 +174,11 @@ def test_growing_cache_equals_full_length_cache(beam_size, monkeypatch):
     hparams = registry.hparams("tiny").override("num_layers=2,d_model=32,d_ff=64,num_heads=2")
     model = Transformer.from_hparams(hparams, 50)
     inputs = tf.constant(np.random.default_rng(1).integers(2, 50, (3, 8)), tf.int32)
-    assert decoding.cache_lengths(40) == [16, 32, 40]
-    grown = decoding.search(model, inputs, beam_size, 0.6, 40, min_decode_length=37)
-    monkeypatch.setattr(decoding, "FIRST_CACHE_LENGTH", 64)
-    assert decoding.cache_lengths(40) == [40]
-    full = decoding.search(model, inputs, beam_size, 0.6, 40, min_decode_length=37)
+    assert cache_lengths(40) == [16, 32, 40]
+    grown = search(model, inputs, beam_size, 0.6, 40, min_decode_length=37)
+    monkeypatch.setattr("t2t_lite.decoding.search.FIRST_CACHE_LENGTH", 64)
+    assert cache_lengths(40) == [40]
+    full = search(model, inputs, beam_size, 0.6, 40, min_decode_length=37)
     assert np.count_nonzero(grown[0].numpy()[:, 0]) >= 3 * 37  # Decoded past 32 steps.
     np.testing.assert_array_equal(grown[0].numpy(), full[0].numpy())
     np.testing.assert_allclose(grown[1].numpy(), full[1].numpy(), rtol=1e-5)
@@ -214,7 +222,7 @@ def test_bad_reference_is_one_line_before_decoding(run_dir, tmp_path, capsys, co
     source, reference = tmp_path / "in.txt", tmp_path / "ref.txt"
     source.write_text("3 1 4 1 5\n2 7 1 8\n9 9 2\n")
     reference.write_bytes(content)
-    monkeypatch.setattr(decoding, "decode_lines", None)  # Decoding would fail loudly.
+    monkeypatch.setattr("t2t_lite.decoding.splits.decode_lines", None)  # Decoding would fail loudly.
     assert decoder_cli.main([f"--output_dir={run_dir}", f"--decode_from_file={source}",
                              f"--reference={reference}"]) == 2
     err = capsys.readouterr().err.strip().splitlines()

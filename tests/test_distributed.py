@@ -10,8 +10,8 @@ import pytest
 import tensorflow as tf
 
 from t2t_lite import registry
-from t2t_lite.train_step import StepRunner
-from t2t_lite.trainer import build_state
+from t2t_lite.training.train_step import StepRunner
+from t2t_lite.training.trainer import build_state
 
 
 def _global_batch():

@@ -3,7 +3,12 @@
 import pytest
 import tensorflow as tf
 
-from t2t_lite import averaging, checkpoints, decoding, registry, trainer
+from t2t_lite import registry
+from t2t_lite.runs import averaging
+from t2t_lite.runs import checkpoints
+from t2t_lite.decoding.options import DecodeOptions
+from t2t_lite.decoding.splits import decode_split
+from t2t_lite.training import trainer
 
 DEMO = "dropout_rate=0.0,learning_rate_scale=0.5,min_length_bucket=14"
 
@@ -22,8 +27,8 @@ def test_copy_learns_quickly(tmp_path):
     problem = _train("algorithmic_copy", DEMO + ",num_layers=1,d_model=64,d_ff=128",
                      300, tmp_path)
     model, *_ = checkpoints.load_model(str(tmp_path))
-    report = decoding.decode_split(problem, model, "test",
-                                   decoding.DecodeOptions(beam_size=1, batch_size=500))
+    report = decode_split(problem, model, "test",
+                                   DecodeOptions(beam_size=1, batch_size=500))
     assert report.score("exact_match").value >= 90.0
 
 
@@ -35,7 +40,7 @@ def test_demo_reaches_99_percent(tmp_path):
                      keep_checkpoint_max=5)
     averaging.average(out, averaging.choose(out, last=5))
     model, hparams, *_ = checkpoints.load_model(out, "averaged")
-    report = decoding.decode_split(problem, model, "test",
-                                   decoding.DecodeOptions.from_hparams(hparams, batch_size=250))
+    report = decode_split(problem, model, "test",
+                                   DecodeOptions.from_hparams(hparams, batch_size=250))
     assert len(report.hypotheses) == 1000
     assert report.score("exact_match").value >= 99.0

@@ -7,7 +7,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_lite import checkpoints, evaluation, registry, trainer
+from t2t_lite import registry
+from t2t_lite.runs import checkpoints
+from t2t_lite.training import evaluation
+from t2t_lite.training import trainer
 from t2t_lite.metrics import Metric, Score
 from t2t_lite.problems.algorithmic import AlgorithmicReverse
 from t2t_lite.problems.base import ProblemError
@@ -127,7 +130,7 @@ def test_problem_metric_reaches_dev_evaluation_and_best_is_kept(tiny_hparams, tm
 
 def test_dev_loss_matches_the_loss_of_the_model(tiny_hparams, tmp_path):
     """The dev loss is the per-token smoothed loss of the model on those examples."""
-    from t2t_lite.losses import smoothed_cross_entropy_sums
+    from t2t_lite.training.losses import smoothed_cross_entropy_sums
 
     global SCRIPT
     SCRIPT = ScriptedMetric([1.0])

@@ -10,7 +10,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_lite import checkpoints, datagen, decode_policy, decoding, export, registry, trainer
+from t2t_lite import registry
+from t2t_lite.runs import checkpoints
+from t2t_lite.data import datagen
+from t2t_lite.decoding import decode_policy
+from t2t_lite.decoding.decoder import Decoder
+from t2t_lite.decoding.options import DecodeOptions
+from t2t_lite.serving import export
+from t2t_lite.training import trainer
 from t2t_lite.bin import decoder as decoder_cli
 from t2t_lite.bin import exporter as exporter_cli
 from t2t_lite.ids import strip_ids
@@ -74,8 +81,8 @@ def test_translate_ids_matches_decoder_without_tensorflow_text(reverse_run, tmp_
     got = _fresh(IDS_CODE, {"path": str(export_dir / "1"), "inputs": batch.tolist()})
     model, *_ = checkpoints.load_model(reverse_run)
     expected = sources[:5] + [sources[5][:23] + [1]]  # max_length=24: truncated like files.
-    options = decoding.DecodeOptions(beam_size=3, extra_length=7)
-    want = decoding.Decoder(model, options).decode(expected)
+    options = DecodeOptions(beam_size=3, extra_length=7)
+    want = Decoder(model, options).decode(expected)
     assert [_strip(row) for row in got["ids"]] == [best[0][0] for best in want]
     np.testing.assert_allclose(got["scores"], [best[0][1] for best in want], atol=1e-4)
     # Padded length (the longest row, 24, padded to a power of two: 32) + extra_length.
@@ -198,7 +205,7 @@ def test_serving_default_translates_text_like_the_decoder(tmp_path, capsys):
 
     # The long line: what the decoder gives for its first max_length - 1 = 47 tokens + EOS.
     model, *_ = checkpoints.load_model(str(out))
-    decoder = decoding.Decoder(model, decoding.DecodeOptions(beam_size=2, extra_length=4))
+    decoder = Decoder(model, DecodeOptions(beam_size=2, extra_length=4))
     tokens = problem.encode(long_line)
     assert len(tokens) > 47
     (want_ids, want_score), = decoder.decode([tokens[:47] + [1]])[0][:1]
@@ -236,7 +243,7 @@ class _EchoIds(tf.Module):
 
 
 def test_text_module_tokenizes_source_and_detokenizes_target_around_one_trace(tmp_path):
-    from t2t_lite.text_encoder import train_vocab
+    from t2t_lite.data.text_encoder import train_vocab
 
     en, de = _lines(TESTDATA / "newstest2014.ref.de"), _lines(TESTDATA / "newstest2014.hyp.de")
     vocabs = {"source": train_vocab([s.upper() for s in en], 420), "target": train_vocab(de, 500)}

@@ -5,9 +5,11 @@ import glob
 import pytest
 import tensorflow as tf
 
-from t2t_lite import evaluation, registry, trainer
-from t2t_lite.checkpoints import build_model
-from t2t_lite.flops import FlopCounter, FlopLedger, compute_dtype, format_flops, matmul_peak
+from t2t_lite import registry
+from t2t_lite.training import evaluation
+from t2t_lite.training import trainer
+from t2t_lite.runs.checkpoints import build_model
+from t2t_lite.training.flops import FlopCounter, FlopLedger, compute_dtype, format_flops, matmul_peak
 
 
 def test_counter_is_the_hand_count(tiny_hparams):

@@ -6,10 +6,10 @@ import pytest
 import tensorflow as tf
 
 from t2t_lite import registry
-from t2t_lite.callbacks import CheckpointAveraging, TransformerLearningRate
-from t2t_lite.losses import LabelSmoothedCrossEntropy, smoothed_cross_entropy
+from t2t_lite.training.callbacks import CheckpointAveraging, TransformerLearningRate
+from t2t_lite.training.losses import LabelSmoothedCrossEntropy, smoothed_cross_entropy
 from t2t_lite.model import Transformer
-from t2t_lite.schedules import paper_learning_rate
+from t2t_lite.training.schedules import paper_learning_rate
 
 
 def test_loss_is_mean_smoothed_loss_per_real_token():
@@ -124,7 +124,9 @@ def test_dataset_pads_rows_to_a_multiple_of_the_replicas(tiny_hparams):
 
 def test_fit_gives_the_trainers_weights_and_learning_rates(tiny_hparams, tmp_path):
     """Same data, hparams, seed and steps: model.fit + callbacks == t2t_lite's trainer."""
-    from t2t_lite import checkpoints, evaluation, trainer
+    from t2t_lite.runs import checkpoints
+    from t2t_lite.training import evaluation
+    from t2t_lite.training import trainer
 
     problem, steps = registry.problem("algorithmic_reverse"), 8
     strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
@@ -140,7 +142,7 @@ def test_fit_gives_the_trainers_weights_and_learning_rates(tiny_hparams, tmp_pat
               steps_per_epoch=steps, epochs=1, verbose=0, callbacks=[
                   TransformerLearningRate(tiny_hparams.d_model, tiny_hparams.warmup_steps),
                   recorder])
-    from t2t_lite.schedules import TransformerSchedule  # The trainer's optimizer schedule.
+    from t2t_lite.training.schedules import TransformerSchedule  # The trainer's optimizer schedule.
 
     schedule = TransformerSchedule(tiny_hparams.d_model, tiny_hparams.warmup_steps,
                                    tiny_hparams.learning_rate_scale)
@@ -159,8 +161,8 @@ FIT_SCRIPT = r"""
 import json, os, signal, sys
 import keras, tensorflow as tf
 from t2t_lite import registry
-from t2t_lite.callbacks import TransformerLearningRate
-from t2t_lite.losses import LabelSmoothedCrossEntropy
+from t2t_lite.training.callbacks import TransformerLearningRate
+from t2t_lite.training.losses import LabelSmoothedCrossEntropy
 from t2t_lite.model import Transformer
 
 backup, record, kill_at = sys.argv[1], sys.argv[2], int(sys.argv[3])

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from t2t_lite.losses import smoothed_cross_entropy, smoothed_cross_entropy_sums
+from t2t_lite.training.losses import smoothed_cross_entropy, smoothed_cross_entropy_sums
 
 
 def test_hand_computed_case():

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_lite import checkpoints, registry, trainer
+from t2t_lite import registry
+from t2t_lite.runs import checkpoints
+from t2t_lite.training import trainer
 from t2t_lite.layers.attention import MultiHeadAttention, write_position
 from t2t_lite.layers.config import LayerConfig
 from t2t_lite.layers.decoder import DecoderLayer

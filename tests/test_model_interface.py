@@ -18,11 +18,20 @@ import pytest
 import tensorflow as tf
 from keras import ops
 
-from t2t_lite import averaging, checkpoints, decoding, export, registry, run_dir, trainer
+from t2t_lite import registry
+from t2t_lite.runs import averaging
+from t2t_lite.runs import checkpoints
+from t2t_lite.decoding.decoder import Decoder
+from t2t_lite.decoding.options import DecodeOptions
+from t2t_lite.decoding.search import search
+from t2t_lite.decoding.splits import decode_lines
+from t2t_lite.serving import export
+from t2t_lite.runs import run_dir
+from t2t_lite.training import trainer
 from t2t_lite.hparams import HParamsError
 from t2t_lite.model import Transformer
 from t2t_lite.problems.algorithmic import AlgorithmicReverse
-from t2t_lite.text_encoder import strip_ids
+from t2t_lite.data.text_encoder import strip_ids
 
 BAG = "model=bag_attention,d_model=16,batch_size=256,max_length=16,extra_length=5"
 
@@ -132,7 +141,7 @@ def test_second_model_decodes_with_its_own_cache(bag_run):
     out, _, _ = bag_run
     model, *_ = checkpoints.load_model(out, "averaged")
     sources = _sources()
-    greedy = decoding.Decoder(model, decoding.DecodeOptions(beam_size=1, extra_length=5))
+    greedy = Decoder(model, DecodeOptions(beam_size=1, extra_length=5))
     # Greedy through init_cache/decode_step == argmax of the teacher-forced call
     # (on the unpadded source). The batch is padded to 16: at most 16 + 5 tokens.
     for source, [(ids, _)] in zip(sources, greedy.decode(sources)):
@@ -143,14 +152,14 @@ def test_second_model_decodes_with_its_own_cache(bag_run):
             expected.append(int(np.argmax(logits[0, -1])))
         assert ids == expected[:len(ids)]
         assert len(ids) == 21 or expected[-1] == 1  # Stopped at EOS or at the limit.
-    beams = decoding.Decoder(model, decoding.DecodeOptions(
+    beams = Decoder(model, DecodeOptions(
         beam_size=3, extra_length=5, return_beams=True)).decode(sources)
     for hypotheses in beams:
         scores = [score for _, score in hypotheses]
         assert len(hypotheses) == 3 and scores == sorted(scores, reverse=True)
     problem = registry.problem("algorithmic_copy")
-    texts = decoding.decode_lines(problem, model, ["3 1 4", "", "2 7 1 8"],
-                                  decoding.DecodeOptions(beam_size=2, extra_length=5), 16)
+    texts = decode_lines(problem, model, ["3 1 4", "", "2 7 1 8"],
+                                  DecodeOptions(beam_size=2, extra_length=5), 16)
     assert texts[1] == [("", 0.0)]
     assert all(set(text.split()) <= set("0123456789") for [(text, _)] in texts)
 
@@ -166,7 +175,7 @@ def test_second_model_exports(bag_run, tmp_path):
         batch[row, :len(ids)] = ids
     got = loaded.signatures["translate_ids"](inputs=tf.constant(batch))
     model, *_ = checkpoints.load_model(out, "averaged")
-    want = decoding.Decoder(model, decoding.DecodeOptions(beam_size=2, extra_length=5)).decode(
+    want = Decoder(model, DecodeOptions(beam_size=2, extra_length=5)).decode(
         sources)
     assert [strip_ids(row) for row in got["ids"].numpy()] == [best[0][0] for best in want]
     np.testing.assert_allclose(got["scores"].numpy(), [best[0][1] for best in want], atol=1e-4)
@@ -279,5 +288,5 @@ def test_separate_vocabularies_train_after_a_refused_start(tiny_hparams, tmp_pat
     model, _, info, _ = checkpoints.load_model(out)
     assert (info["source_vocab_size"], info["target_vocab_size"]) == (12, 15)
     assert (model.source_vocab_size, model.target_vocab_size) == (12, 15)
-    ids, scores = decoding.search(model, tf.constant([[3, 4, 5, 1]], tf.int32), 2, 0.6, 6)
+    ids, scores = search(model, tf.constant([[3, 4, 5, 1]], tf.int32), 2, 0.6, 6)
     assert ids.shape == (1, 2, 6) and scores.shape == (1, 2)

@@ -16,7 +16,8 @@ import time
 import numpy as np
 import pytest
 
-from t2t_lite import checkpoints, cluster
+from t2t_lite.runs import checkpoints
+from t2t_lite.training import cluster
 
 # dropout 0: every process computes exactly the same function.
 OVERRIDES = "dropout_rate=0.0,num_layers=1,d_model=32,d_ff=64,num_heads=2,batch_size={}"

@@ -11,8 +11,12 @@ import pytest
 import tensorflow as tf
 from conftest import DATA, needs_data
 
-from t2t_lite import checkpoints, decoding, ptb, registry
-from t2t_lite.datagen import DatagenOptions, generate
+from t2t_lite import registry
+from t2t_lite.runs import checkpoints
+from t2t_lite.decoding.options import DecodeOptions
+from t2t_lite.decoding.splits import decode_split
+from t2t_lite.parsing import ptb
+from t2t_lite.data.datagen import DatagenOptions, generate
 from t2t_lite.metrics.evalb import EvalbF1
 from t2t_lite.problems.parsing import find_splits
 
@@ -165,7 +169,7 @@ def test_the_constraint_holds_a_tag_dictionary_from_the_training_shards(parsing_
 
 
 def ptb_tags(pieces):
-    from t2t_lite.tree_constraint import TAG, token_tables
+    from t2t_lite.parsing.tree_constraint import TAG, token_tables
 
     kinds = token_tables(pieces)[0]
     return {p[1:] for p, k in zip(pieces, kinds) if k == TAG}
@@ -214,16 +218,16 @@ def test_constrained_search_never_builds_an_invalid_tree_on_held_out_sentences(
     tf.keras.utils.set_random_seed(beam_size)
     model = checkpoints.build_model(hparams, problem.source_vocab_size,
                                     problem.target_vocab_size)
-    options = decoding.DecodeOptions(beam_size=beam_size, alpha=0.3, extra_length=5,
+    options = DecodeOptions(beam_size=beam_size, alpha=0.3, extra_length=5,
                                      return_beams=True, constraint=problem.decode_constraint())
-    report = decoding.decode_split(problem, model, "test", options, data)
+    report = decode_split(problem, model, "test", options, data)
     assert len(report.hypotheses) == 245
     for source, hypothesis in zip(report.sources, report.hypotheses):
         tree = ptb.read_trees(hypothesis)[0]
         assert "XX" not in ptb.tags(tree) and ptb.words(tree) == source.split()
     # (EVALB still calls most of them errors: random tags on punctuation change
     # which words COLLINS.prm deletes, hence the lengths it compares.)
-    plain = decoding.decode_split(problem, model, "test", decoding.DecodeOptions(
+    plain = decode_split(problem, model, "test", DecodeOptions(
         beam_size=beam_size, alpha=0.3, extra_length=5), data)
     assert sum("(XX " in h for h in plain.hypotheses) > 200  # Unconstrained: ill-formed.
     shutil.rmtree(data)

@@ -13,12 +13,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_lite import checkpoints, registry, trainer
-from t2t_lite.evaluation import EvalOptions
+from t2t_lite import registry
+from t2t_lite.runs import checkpoints
+from t2t_lite.training import trainer
+from t2t_lite.training.evaluation import EvalOptions
 from t2t_lite.hparams import HParams, HParamsError
-from t2t_lite.losses import smoothed_cross_entropy_sums
-from t2t_lite.run_dir import RunDirError
-from t2t_lite.train_step import StepRunner
+from t2t_lite.training.losses import smoothed_cross_entropy_sums
+from t2t_lite.runs.run_dir import RunDirError
+from t2t_lite.training.train_step import StepRunner
 
 VOCAB = 12  # algorithmic_reverse's.
 COMPUTE = {"mixed_float16": "float16", "mixed_bfloat16": "bfloat16"}

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from t2t_lite import data, registry
+from t2t_lite import registry
+from t2t_lite.data import batching
 from t2t_lite.problems import EOS_ID, ProblemError
 from t2t_lite.problems.algorithmic import split_of
 
@@ -50,18 +51,18 @@ def test_encode_decode():
 
 def test_token_batches():
     problem = registry.problem("algorithmic_reverse")
-    batches = data.batch_by_tokens(problem.examples("train").take(2000), 256, 13)
+    batches = batching.batch_by_tokens(problem.examples("train").take(2000), 256, 13)
     seen = 0
     for batch in batches.as_numpy_iterator():
         rows, length = batch["targets"].shape
         assert batch["inputs"].shape == (rows, length)
         assert rows * length <= 256  # About batch_size padded tokens, never more.
-        assert length + 1 in data.bucket_boundaries(13)
+        assert length + 1 in batching.bucket_boundaries(13)
         seen += rows
     assert seen == 2000
 
 
 def test_bucket_boundaries_like_t2t():
-    bounds = data.bucket_boundaries(256)
+    bounds = batching.bucket_boundaries(256)
     assert bounds[:3] == [8, 9, 10] and bounds[-1] == 257
     assert all(b2 > b1 for b1, b2 in zip(bounds, bounds[1:]))

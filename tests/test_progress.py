@@ -2,7 +2,9 @@
 
 import tensorflow as tf
 
-from t2t_lite import evaluation, registry, trainer
+from t2t_lite import registry
+from t2t_lite.training import evaluation
+from t2t_lite.training import trainer
 
 
 def test_eta_from_the_last_window(tmp_path):
@@ -80,7 +82,9 @@ def test_long_loops_report_rate_and_eta(monkeypatch):
 
 def test_decoder_shows_progress_on_long_decodes(monkeypatch, tmp_path, capsys):
     """The decoder passes a Progress to the search loop, one advance per batch."""
-    from t2t_lite import decoding
+    from t2t_lite.decoding.decoder import Decoder
+    from t2t_lite.decoding.options import DecodeOptions
+    from t2t_lite.decoding.splits import decode_lines
 
     calls = []
 
@@ -94,15 +98,15 @@ def test_decoder_shows_progress_on_long_decodes(monkeypatch, tmp_path, capsys):
         def close(self):
             calls.append(("close",))
 
-    class FakeDecoder(decoding.Decoder):
+    class FakeDecoder(Decoder):
         def _function(self, length):
             return lambda batch: (tf.zeros([batch.shape[0], 1, 3], tf.int32),
                                   tf.zeros([batch.shape[0], 1]))
 
-    monkeypatch.setattr(decoding, "Decoder", FakeDecoder)
+    monkeypatch.setattr("t2t_lite.decoding.splits.Decoder", FakeDecoder)
     problem = registry.problem("algorithmic_reverse")
-    results = decoding.decode_lines(problem, None, ["1 2", "", "3 4 5", "6"],
-                                    decoding.DecodeOptions(batch_size=2), 64,
+    results = decode_lines(problem, None, ["1 2", "", "3 4 5", "6"],
+                                    DecodeOptions(batch_size=2), 64,
                                     progress=Recorder)
     assert len(results) == 4
     assert calls == [("total", 3), ("advance", 2), ("advance", 1), ("close",)]

@@ -14,11 +14,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from t2t_lite import decoding, registry
+from t2t_lite import registry
+from t2t_lite.decoding.splits import encode_lines
+from t2t_lite.decoding.text_io import read_source_lines, split_source_text
 from t2t_lite.hparams.hparams import HParams, HParamsError, parse_overrides
 from t2t_lite.problems.base import ProblemError
 from t2t_lite.problems.translate_corpus import ParallelFiles, count_lines
-from t2t_lite.text_encoder import DataError
+from t2t_lite.data.text_encoder import DataError
 
 EXAMPLES = 200
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
@@ -74,7 +76,7 @@ FILE_BYTES = st.lists(LINE_BYTES, max_size=8).flatmap(
 @given(FILE_BYTES)
 def test_source_reader_keeps_one_line_per_newline(data):
     try:
-        lines = decoding.split_source_text(data, "in.txt")
+        lines = split_source_text(data, "in.txt")
     except DataError as e:
         message = str(e)
         assert message.startswith("in.txt, line ") and "invalid UTF-8" in message
@@ -98,7 +100,7 @@ def test_source_file_reader_matches_the_reference_reader(data):
         with open(path, "wb") as f:
             f.write(data)
         try:
-            lines = decoding.read_source_lines(path)
+            lines = read_source_lines(path)
         except DataError:
             with pytest.raises(MetricError):
                 read_lines(path)
@@ -109,9 +111,9 @@ def test_source_file_reader_matches_the_reference_reader(data):
 
 def test_source_file_reader_errors_name_the_file(tmp_path):
     with pytest.raises(DataError, match="is a directory"):
-        decoding.read_source_lines(str(tmp_path))
+        read_source_lines(str(tmp_path))
     with pytest.raises(FileNotFoundError):
-        decoding.read_source_lines(str(tmp_path / "missing.txt"))
+        read_source_lines(str(tmp_path / "missing.txt"))
 
 
 TEXT_LINES = st.lists(st.one_of(
@@ -127,7 +129,7 @@ def test_encode_lines_algorithmic(lines):
     problem = registry.problem("algorithmic_reverse")
     warnings = []
     try:
-        sources = decoding.encode_lines(problem, lines, 64, warnings.append)
+        sources = encode_lines(problem, lines, 64, warnings.append)
     except ProblemError as e:
         assert "is not a symbol" in str(e) and "\n" not in str(e)
         return
@@ -140,7 +142,7 @@ def test_encode_lines_algorithmic(lines):
 @pytest.fixture(scope="module")
 def text_problem():
     """What `Text2TextProblem.encode` does, with a vocabulary trained here in a second."""
-    from t2t_lite.text_encoder import normalize, train_vocab
+    from t2t_lite.data.text_encoder import normalize, train_vocab
 
     sentences = [f"the {w} number {i} läuft über {w}s." for i in range(300)
                  for w in ("cat", "dog", "Haus")][:600]
@@ -158,7 +160,7 @@ def text_problem():
     ["", "   ", "\x00", "\u2028", "\ud7ff\ue000", "x" * 20000, "🙂" * 50])), max_size=5))
 def test_encode_lines_subword(text_problem, lines):
     warnings = []
-    sources = decoding.encode_lines(text_problem, lines, 64, warnings.append)
+    sources = encode_lines(text_problem, lines, 64, warnings.append)
     assert len(sources) == len(lines)
     for line, ids in zip(lines, sources):
         assert len(ids) <= 64
@@ -232,7 +234,7 @@ def test_parallel_files_count_every_pair_or_refuse(source, target):
 def tiny_run(tmp_path_factory):
     import tensorflow as tf
 
-    from t2t_lite import trainer
+    from t2t_lite.training import trainer
 
     output_dir = str(tmp_path_factory.mktemp("run"))
     hparams = registry.hparams("tiny").override(
@@ -271,4 +273,4 @@ def test_decoder_cli_any_file(tiny_run, data):
         else:
             assert code == 0, err.getvalue()
             with open(target, "rb") as f:
-                assert f.read().count(b"\n") == len(decoding.split_source_text(data, source))
+                assert f.read().count(b"\n") == len(split_source_text(data, source))

@@ -7,7 +7,7 @@ import zipfile
 import pytest
 from conftest import DATA, needs_data
 
-from t2t_lite import ptb
+from t2t_lite.parsing import ptb
 from t2t_lite.metrics import trees as evalb_trees
 
 MRG = """( (S

@@ -2,7 +2,7 @@
 
 import pytest
 
-from t2t_lite.schedules import TransformerSchedule, paper_learning_rate
+from t2t_lite.training.schedules import TransformerSchedule, paper_learning_rate
 
 # lrate = 512^-0.5 * min(step^-0.5, step * 4000^-1.5), by hand:
 #   step 1:      0.04419417 * 1 * 3.9528471e-06   = 1.7469281e-07

@@ -8,13 +8,14 @@ import os
 import pytest
 from conftest import data_file
 
-from t2t_lite import datagen, registry
+from t2t_lite import registry
+from t2t_lite.data import datagen
 from t2t_lite.bin import datagen as datagen_cli
 from t2t_lite.ids import EOS_ID
 from t2t_lite.problems import ProblemError
 from t2t_lite.problems.translate import TranslateFiles
 from t2t_lite.registry import register_problem
-from t2t_lite.text_encoder import DataError, normalize
+from t2t_lite.data.text_encoder import DataError, normalize
 
 NAME = "test_separate_vocab_files"
 SIZES = datagen.DatagenOptions(source_vocab_size=420, target_vocab_size=480, shard_size=100)
@@ -187,7 +188,9 @@ def test_train_decode_export_with_separate_vocabularies(raw, tmp_path, capsys):
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (registers the SentencePiece op for loading)
 
-    from t2t_lite import checkpoints, evaluation, trainer
+    from t2t_lite.runs import checkpoints
+    from t2t_lite.training import evaluation
+    from t2t_lite.training import trainer
     from t2t_lite.bin import decoder as decoder_cli
     from t2t_lite.bin import exporter as exporter_cli
     from t2t_lite.hparams import HParamsError

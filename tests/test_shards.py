@@ -1,10 +1,10 @@
-"""The data layer: shard names, atomic writing, statistics and parsing (t2t_lite.shards)."""
+"""The data layer: shard names, atomic writing, statistics and parsing (t2t_lite.data.shards)."""
 
 import os
 
 import pytest
 
-from t2t_lite import shards
+from t2t_lite.data import shards
 from t2t_lite.atomic import atomic_path, temporaries
 
 

@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_lite import decoding, ptb
-from t2t_lite.tree_constraint import TreeConstraint, tag_dictionary
+from t2t_lite.decoding.search import search
+from t2t_lite.parsing import ptb
+from t2t_lite.parsing.tree_constraint import TreeConstraint, tag_dictionary
 
 # Target: pad, EOS, unk, (A (B )A )B, tags x y, a byte piece, (C without a close, a non-word.
 TARGET = ["<pad>", "</s>", "<unk>", "\u2581(A", "\u2581(B", "\u2581)A", "\u2581)B",
@@ -97,7 +98,7 @@ def test_search_with_the_dictionary_builds_trees_with_each_words_tags(beam_size)
         def grow_self_cache(self, cache, length):
             return cache
 
-    ids, scores = decoding.search(Fake(), inputs, beam_size, 0.3, width + 14,
+    ids, scores = search(Fake(), inputs, beam_size, 0.3, width + 14,
                                   constraint=constraint)
     for row, words in enumerate(sentences):
         for k in range(beam_size):

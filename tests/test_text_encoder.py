@@ -6,7 +6,7 @@ import tensorflow as tf
 from conftest import data_file
 
 from t2t_lite import registry
-from t2t_lite.text_encoder import (EOS_ID, NUM_RESERVED, PAD_ID, DataError, SubwordVocab,
+from t2t_lite.data.text_encoder import (EOS_ID, NUM_RESERVED, PAD_ID, DataError, SubwordVocab,
                                    normalize, train_vocab)
 
 

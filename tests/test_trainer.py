@@ -10,10 +10,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_lite import checkpoints, registry, trainer
+from t2t_lite import registry
+from t2t_lite.runs import checkpoints
+from t2t_lite.training import trainer
 from t2t_lite.bin import trainer as trainer_cli
-from t2t_lite.run_dir import RunDirError
-from t2t_lite.schedules import paper_learning_rate
+from t2t_lite.runs.run_dir import RunDirError
+from t2t_lite.training.schedules import paper_learning_rate
 
 TINY = "dropout_rate=0.0,num_layers=1,d_model=32,d_ff=64,num_heads=2,batch_size=256"
 

@@ -9,12 +9,15 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 from conftest import DATA, needs_data
 
-from t2t_lite import datagen, registry, run_dir, trainer
+from t2t_lite import registry
+from t2t_lite.data import datagen
+from t2t_lite.runs import run_dir
+from t2t_lite.training import trainer
 from t2t_lite.bin import datagen as datagen_cli
 from t2t_lite.bin import decoder as decoder_cli
 from t2t_lite.bin import trainer as trainer_cli
 from t2t_lite.problems import ProblemError
-from t2t_lite.text_encoder import normalize
+from t2t_lite.data.text_encoder import normalize
 
 pytestmark = needs_data("multi30k", "wmt14", "wmt14_enfr", "opennmt_toy_ende")
 WMT14 = os.path.join(DATA, "wmt14")

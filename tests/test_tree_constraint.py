@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_lite import beam_search, decoding, ptb
-from t2t_lite.tree_constraint import CLOSE, END, OPEN, OTHER, TAG, TreeConstraint, token_tables
+from t2t_lite.decoding import beam_search
+from t2t_lite.decoding.search import search
+from t2t_lite.parsing import ptb
+from t2t_lite.parsing.tree_constraint import CLOSE, END, OPEN, OTHER, TAG, TreeConstraint, token_tables
 
 # A toy target vocabulary: pad, EOS, unk, two labels with both brackets, two
 # tags, a byte piece, an open bracket whose close is missing, a non-word piece.
@@ -79,7 +81,7 @@ def _random_model(seed, scale=3.0):
 
 
 def _search(next_fn, inputs, beam_size, max_length, constraint):
-    """decoding.search's loop over a fake model (with or without the constraint)."""
+    """search's loop over a fake model (with or without the constraint)."""
     class Fake:
         target_vocab_size = V
 
@@ -92,7 +94,7 @@ def _search(next_fn, inputs, beam_size, max_length, constraint):
         def grow_self_cache(self, cache, length):
             return cache
 
-    return decoding.search(Fake(), inputs, beam_size, 0.3, max_length, constraint=constraint)
+    return search(Fake(), inputs, beam_size, 0.3, max_length, constraint=constraint)
 
 
 @pytest.mark.parametrize("beam_size", [1, 4])

@@ -14,7 +14,12 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from t2t_lite import attention_html, evaluation, plot, registry, trainer, visualize  # noqa: E402
+from t2t_lite import registry  # noqa: E402
+from t2t_lite.pictures import attention_html
+from t2t_lite.training import evaluation
+from t2t_lite.pictures import plot
+from t2t_lite.training import trainer
+from t2t_lite.pictures import visualize
 from t2t_lite.bin import plot as plot_cli  # noqa: E402
 from t2t_lite.bin import visualize as visualize_cli  # noqa: E402
 from t2t_lite.model import Transformer  # noqa: E402
@@ -142,7 +147,7 @@ def test_visualize_writes_png_and_html(run_dir, tmp_path, capsys):
 
 
 def test_html_page_matches_the_maps(run_dir):
-    from t2t_lite import checkpoints
+    from t2t_lite.runs import checkpoints
 
     model, hparams, _, _ = checkpoints.load_model(run_dir)
     problem = registry.problem("algorithmic_reverse")

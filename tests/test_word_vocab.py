@@ -4,14 +4,15 @@ import json
 
 import pytest
 
-from t2t_lite import datagen, export
+from t2t_lite.data import datagen
+from t2t_lite.serving import export
 from t2t_lite.bin import datagen as datagen_cli
-from t2t_lite.export import ExportError
+from t2t_lite.serving.export import ExportError
 from t2t_lite.problems.translate import TranslateFiles
 from t2t_lite.registry import register_problem
-from t2t_lite.text_encoder import DataError, SubwordVocab, train_vocab
-from t2t_lite.tree_constraint import TreeConstraint
-from t2t_lite.word_classes import CLASS_PIECES, word_class
+from t2t_lite.data.text_encoder import DataError, SubwordVocab, train_vocab
+from t2t_lite.parsing.tree_constraint import TreeConstraint
+from t2t_lite.data.word_classes import CLASS_PIECES, word_class
 
 NAME = "test_word_vocab_files"
 WORDS = ("the dog saw a cat . a man fed the bird . the birds were watching the dogs . "

@@ -24,7 +24,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     def run():
-        from t2t_lite import averaging
+        from t2t_lite.runs import averaging
 
         names = [n.strip() for n in args.checkpoints.split(",")] if args.checkpoints else None
         warn = lambda message: print(f"warning: {message}", file=sys.stderr)  # noqa: E731

@@ -73,14 +73,14 @@ def start_tensorflow(verbose: bool = False) -> None:
 
 def user_errors() -> tuple[type, ...]:
     """Exceptions a user can cause; each becomes one line and exit code 2."""
-    from t2t_lite.checkpoints import CheckpointError
-    from t2t_lite.cluster import ClusterError
+    from t2t_lite.runs.checkpoints import CheckpointError
+    from t2t_lite.training.cluster import ClusterError
     from t2t_lite.hparams.hparams import HParamsError
     from t2t_lite.metrics.base import MetricError
     from t2t_lite.problems.base import ProblemError
     from t2t_lite.registry import RegistryError
-    from t2t_lite.run_dir import RunDirError
-    from t2t_lite.text_encoder import DataError
+    from t2t_lite.runs.run_dir import RunDirError
+    from t2t_lite.data.text_encoder import DataError
 
     return (CheckpointError, ClusterError, DataError, HParamsError, MetricError, ProblemError,
             RegistryError, RunDirError, FileNotFoundError, UnicodeDecodeError)

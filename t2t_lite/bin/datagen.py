@@ -18,7 +18,7 @@ A problem with separate source and target vocabularies (shared_vocab = False)
 gets vocab.PROBLEM.source.model and vocab.PROBLEM.target.model, each sized by
 --source_vocab_size / --target_vocab_size, else the problem's default, else
 --vocab_size; --source_vocab_type=word makes the source word-level (one id per
-word: `t2t_lite.word_classes`).
+word: `t2t_lite.data.word_classes`).
 
 Input is checked before anything is written; every file is written atomically;
 running it again skips the shards already written. Pairs with an empty side are
@@ -67,7 +67,8 @@ def main(argv=None) -> int:
     args = parse_args(argv)
 
     def run():
-        from t2t_lite import datagen, registry
+        from t2t_lite import registry
+        from t2t_lite.data import datagen
 
         problem = registry.problem(args.problem)
         options = datagen.DatagenOptions(

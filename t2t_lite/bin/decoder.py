@@ -56,10 +56,10 @@ def _progress(label):
 
 
 def _decode_split(args, problem, model, options):
-    from t2t_lite import decoding
+    from t2t_lite.decoding.splits import decode_split
 
     start = time.time()
-    report = decoding.decode_split(problem, model, args.decode_split, options, args.data_dir,
+    report = decode_split(problem, model, args.decode_split, options, args.data_dir,
                                    _progress("decoding " + args.decode_split))
     seconds = time.time() - start
     for source, hyp, ref in list(zip(report.sources, report.hypotheses, report.references))[
@@ -84,18 +84,20 @@ def _remove_stale_temporaries(path):
 
 
 def _decode_lines(args, problem, model, hparams, options):
-    from t2t_lite import decoding, run_dir
+    from t2t_lite.decoding.splits import decode_lines
+    from t2t_lite.decoding.text_io import read_references, read_source_lines, split_source_text
+    from t2t_lite.runs import run_dir
 
     warn = lambda message: print(f"warning: {message}", file=sys.stderr)  # noqa: E731
     if args.decode_interactive:
         stdin = getattr(sys.stdin, "buffer", None)  # Bytes, so bad UTF-8 is named.
         data = stdin.read() if stdin is not None else sys.stdin.read().encode("utf-8")
-        lines = decoding.split_source_text(data, "standard input")
+        lines = split_source_text(data, "standard input")
     else:
-        lines = decoding.read_source_lines(args.decode_from_file)
-    references = decoding.read_references(args.reference, len(lines)) if args.reference \
+        lines = read_source_lines(args.decode_from_file)
+    references = read_references(args.reference, len(lines)) if args.reference \
         else None  # Checked before decoding.
-    results = decoding.decode_lines(problem, model, lines, options, hparams.max_length, warn,
+    results = decode_lines(problem, model, lines, options, hparams.max_length, warn,
                                     _progress("decoding"))
     if args.return_beams:
         text = "\n".join("\t".join(f"{t}\t{s:.4f}" for t, s in beams) for beams in results)
@@ -106,7 +108,7 @@ def _decode_lines(args, problem, model, hparams, options):
         try:  # Atomic: a full disk or a kill leaves the old file or none, never half.
             run_dir.atomic_write_text(args.decode_to_file, text + "\n" if results else "")
         except OSError as e:
-            from t2t_lite.text_encoder import DataError
+            from t2t_lite.data.text_encoder import DataError
 
             raise DataError(f"cannot write {args.decode_to_file}: {e.strerror or e}; "
                             "nothing was written under that name") from None
@@ -123,14 +125,16 @@ def main(argv=None) -> int:
     args = parse_args(argv)
 
     def run():
-        from t2t_lite import checkpoints, decoding, registry
+        from t2t_lite import registry
+        from t2t_lite.runs import checkpoints
+        from t2t_lite.decoding.options import DecodeOptions
         from t2t_lite.metrics import MetricError
         from t2t_lite.problems.base import ProblemError
 
         model, hparams, info, path = checkpoints.load_model(args.output_dir, args.checkpoint)
         problem = registry.problem(info["problem"])
         problem.set_data_dir(args.data_dir or info.get("data_dir"))
-        options = decoding.DecodeOptions.from_hparams(
+        options = DecodeOptions.from_hparams(
             hparams, beam_size=args.beam_size, alpha=args.alpha,
             extra_length=args.extra_length, batch_size=args.batch_size,
             return_beams=args.return_beams or None, jit_compile=args.jit or None,

@@ -40,7 +40,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
 
     def run():
-        from t2t_lite import export
+        from t2t_lite.serving import export
 
         log = lambda message: print(message, file=sys.stderr)  # noqa: E731
         try:

@@ -28,7 +28,7 @@ def main(argv=None) -> int:
         import matplotlib
 
         matplotlib.use("Agg")
-        from t2t_lite import plot
+        from t2t_lite.pictures import plot
 
         path, panels = plot.plot_run(args.output_dir, args.output_file)
         print(f"wrote {path} ({', '.join(panels)})")

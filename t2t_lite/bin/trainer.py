@@ -60,7 +60,10 @@ def main(argv=None) -> int:
     args = parse_args(argv)
 
     def run():
-        from t2t_lite import cluster, evaluation, registry, trainer
+        from t2t_lite import registry
+        from t2t_lite.training import cluster
+        from t2t_lite.training import evaluation
+        from t2t_lite.training import trainer
 
         # First: a multi-worker TF_CONFIG configures collectives before any op runs.
         strategy = cluster.strategy_from_environment()

@@ -38,7 +38,7 @@ def main(argv=None) -> int:
         import matplotlib
 
         matplotlib.use("Agg")
-        from t2t_lite import visualize
+        from t2t_lite.pictures import visualize
 
         warn = lambda message: print(f"warning: {message}", file=sys.stderr)  # noqa: E731
         path, maps = visualize.visualize(args.output_dir, args.input, args.target,

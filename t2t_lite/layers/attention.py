@@ -20,7 +20,7 @@ hidden state:
 
 `return_attention_scores=True` also returns the softmax weights [B, H, T, S]
 (float32, before attention dropout) that this call multiplied the values with,
-for pictures (`t2t_lite.visualize`); the output itself is unchanged.
+for pictures (`t2t_lite.pictures.visualize`); the output itself is unchanged.
 """
 
 from __future__ import annotations

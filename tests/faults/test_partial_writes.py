@@ -18,7 +18,9 @@ import tensorflow as tf
 from conftest import data_file
 from fault_helpers import processes, trainer_command, wait_for  # noqa: F401 (fixture)
 
-from t2t_lite import averaging, checkpoints, shards
+from t2t_lite.runs import averaging
+from t2t_lite.runs import checkpoints
+from t2t_lite.data import shards
 from t2t_lite.bin import decoder
 
 ENOSPC = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))

@@ -19,7 +19,7 @@ import pytest
 import tensorflow as tf
 from fault_helpers import processes, trainer_command, wait_for  # noqa: F401 (fixture)
 
-from t2t_lite import checkpoints
+from t2t_lite.runs import checkpoints
 
 STEPS, SAVE, KILLS = 600, 5, 10
 ENV = dict(os.environ, PYTHONUNBUFFERED="1")

@@ -3,7 +3,7 @@
 Every file goes to a temporary name in the same directory, is flushed to disk,
 then renamed over its final name (`t2t_lite.atomic`), so a killed run leaves
 finished files and temporaries (removed by the next run), never a half-written
-shard. Shard names and the record format are `t2t_lite.shards`'.
+shard. Shard names and the record format are `t2t_lite.data.shards`'.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import os
 import random
 import time
 
-from t2t_lite import shards
+from t2t_lite.data import shards
 from t2t_lite.atomic import temporaries
 from t2t_lite.ids import EOS_ID
-from t2t_lite.run_dir import atomic_write_bytes
-from t2t_lite.text_encoder import MODEL_SUFFIX, DataError, SubwordVocab, normalize
+from t2t_lite.runs.run_dir import atomic_write_bytes
+from t2t_lite.data.text_encoder import MODEL_SUFFIX, DataError, SubwordVocab, normalize
 
 ENCODE_BATCH = 1024  # Pairs per call of the in-graph tokenizer.
 

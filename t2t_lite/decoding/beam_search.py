@@ -243,7 +243,7 @@ def beam_search(next_fn, initial_cache, batch_size, beam_size, max_decode_length
             `_segmented_loop`); by default the loop runs once over L steps.
         allowed_fn: optional `(cache, index) -> bool [B*K, V]`, called on the
             cache `next_fn` returned: the tokens each beam may take next (a
-            constrained search, e.g. `t2t_lite.tree_constraint`). Forbidden
+            constrained search, e.g. `t2t_lite.parsing.tree_constraint`). Forbidden
             tokens get NEG_INF after the log-softmax, so allowed tokens keep the
             model's log-probabilities (no renormalization) and a search whose
             candidates the mask never removes is exactly the unconstrained one.

@@ -27,8 +27,11 @@ from typing import Callable
 import numpy as np
 import tensorflow as tf
 
-from t2t_lite import data, decode_policy, decoding
-from t2t_lite.losses import smoothed_cross_entropy_sums
+from t2t_lite.data import batching
+from t2t_lite.decoding import decode_policy
+from t2t_lite.decoding.decoder import Decoder
+from t2t_lite.decoding.options import DecodeOptions
+from t2t_lite.training.losses import smoothed_cross_entropy_sums
 from t2t_lite.problems.base import ProblemError
 
 BEST_DIR = "best"
@@ -68,7 +71,7 @@ def mean_loss(model, hparams, dataset, loss_sums=None) -> tuple[float, float]:
         def loss_sums(batch):
             return smoothed_cross_entropy_sums(model(batch, training=False), batch["targets"],
                                                hparams.label_smoothing)
-    batches = data.batch_by_tokens(
+    batches = batching.batch_by_tokens(
         dataset, hparams.batch_size, hparams.max_length, drop_long=False,
         min_length_bucket=hparams.min_length_bucket,
         length_bucket_step=hparams.length_bucket_step)
@@ -103,7 +106,7 @@ class DevEvaluator:
         self.log = log
         self.examples = _first_examples(problem, options.eval_examples)
         self.writer = tf.summary.create_file_writer(os.path.join(output_dir, "dev"))
-        self.decoder = decoding.Decoder(model, decoding.DecodeOptions(
+        self.decoder = Decoder(model, DecodeOptions(
             beam_size=1, alpha=hparams.alpha, extra_length=hparams.extra_length,
             batch_size=options.eval_batch_size, constraint=problem.decode_constraint()))
         self.best = read_best(output_dir)

@@ -8,7 +8,7 @@
    a source vocabulary learned on the source side and a target vocabulary
    learned on the target side, each reused or trained on its own;
 3. writes each split as TFRecord shards `PROBLEM-SPLIT-00000-of-00009`
-   (`t2t_lite.shards`), inputs encoded with the source vocabulary and targets
+   (`t2t_lite.data.shards`), inputs encoded with the source vocabulary and targets
    with the target vocabulary. Shard k holds input pairs [k * shard_size,
    (k + 1) * shard_size); training shards are shuffled inside with a seed.
 
@@ -30,10 +30,10 @@ import sys
 import time
 from itertools import islice
 
-from t2t_lite import datagen_io as io_
+from t2t_lite.data import datagen_io as io_
 from t2t_lite.progress import Progress
-from t2t_lite.shards import SPLITS, manifest_path, read_shard_stats, shard_files, shard_name
-from t2t_lite.text_encoder import DataError, SubwordVocab, normalize, train_vocab
+from t2t_lite.data.shards import SPLITS, manifest_path, read_shard_stats, shard_files, shard_name
+from t2t_lite.data.text_encoder import DataError, SubwordVocab, normalize, train_vocab
 
 VOCAB_TYPES = ("bpe", "word")  # --source_vocab_type: subwords, or one piece per word.
 

@@ -13,7 +13,7 @@ import json
 
 import numpy as np
 
-from t2t_lite import visualize
+from t2t_lite.pictures import visualize
 
 STYLE = """
 body { font-family: sans-serif; margin: 16px; color: #222; }

@@ -1,6 +1,6 @@
 """Keras callbacks for training a t2t_lite model with `model.fit`.
 
-The project's own trainer (`t2t_lite.trainer`) is the fastest path and resumes
+The project's own trainer (`t2t_lite.training.trainer`) is the fastest path and resumes
 exactly; these callbacks give a Keras user the paper's recipe in plain Keras:
 
     with strategy.scope():
@@ -20,7 +20,7 @@ from __future__ import annotations
 import keras
 import numpy as np
 
-from t2t_lite.schedules import paper_learning_rate
+from t2t_lite.training.schedules import paper_learning_rate
 
 
 class TransformerLearningRate(keras.callbacks.Callback):

@@ -20,13 +20,15 @@ from typing import Callable
 import keras
 import tensorflow as tf
 
-from t2t_lite import cluster, data, run_dir
-from t2t_lite import flops as flop_count
-from t2t_lite import checkpoints as checkpoint_files
-from t2t_lite.checkpoints import build_model, model_weights, write_weights_dir
-from t2t_lite.evaluation import BEST_DIR, BEST_FILE, DevEvaluator, DevResult, EvalOptions
-from t2t_lite.schedules import TransformerSchedule, paper_learning_rate
-from t2t_lite.train_step import StepRunner
+from t2t_lite.training import cluster
+from t2t_lite.data import batching
+from t2t_lite.runs import run_dir
+from t2t_lite.training import flops as flop_count
+from t2t_lite.runs import checkpoints as checkpoint_files
+from t2t_lite.runs.checkpoints import build_model, model_weights, write_weights_dir
+from t2t_lite.training.evaluation import BEST_DIR, BEST_FILE, DevEvaluator, DevResult, EvalOptions
+from t2t_lite.training.schedules import TransformerSchedule, paper_learning_rate
+from t2t_lite.training.train_step import StepRunner
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,7 +48,7 @@ class TrainOptions:
     eval: EvalOptions = EvalOptions()  # Dev evaluation and the best checkpoint.
     progress_bar: bool = False  # A live Keras Progbar (for a terminal) instead of log lines.
     # The matmul peak (FLOP/s, all replicas) that MFU divides by; None = measure
-    # it before training (`t2t_lite.flops.matmul_peak`, under a second).
+    # it before training (`t2t_lite.training.flops.matmul_peak`, under a second).
     peak_flops: float | None = None
 
 
@@ -58,7 +60,7 @@ class TrainResult:
     checkpoint: str | None
     dev: DevResult | None = None  # The last dev evaluation (None when off).
     mfu: float = float("nan")  # Model FLOPs utilization, same window as tokens_per_second.
-    train_flops: float = 0.0  # Analytic training FLOPs of the run so far (t2t_lite.flops).
+    train_flops: float = 0.0  # Analytic training FLOPs of the run so far (t2t_lite.training.flops).
 
 
 def make_optimizer(hparams) -> keras.optimizers.Optimizer:
@@ -213,7 +215,7 @@ def train(problem, hparams, output_dir: str, data_dir: str | None = None,
     replicas = strategy.num_replicas_in_sync
     total_steps = options.train_steps or hparams.train_steps
     model, optimizer = build_state(problem, hparams, strategy, options.seed)
-    batches = data.training_batches(
+    batches = batching.training_batches(
         problem.examples("train", data_dir), hparams, num_replicas=replicas,
         seed=options.seed,
     )
@@ -288,7 +290,7 @@ def train(problem, hparams, output_dir: str, data_dir: str | None = None,
         ledger.record(step)
     if chief:
         progress.message(f"training FLOPs: {flop_count.format_flops(ledger.total)} in all "
-                         f"(the analytic count of t2t_lite.flops)")
+                         f"(the analytic count of t2t_lite.training.flops)")
     if evaluator and (dev is None or dev.step != step):
         dev = evaluator.evaluate(step)
     cluster.remove_scratch(output_dir, strategy)

@@ -17,7 +17,8 @@ import tempfile
 
 import tensorflow as tf
 
-from t2t_lite import registry, run_dir
+from t2t_lite import registry
+from t2t_lite.runs import run_dir
 
 
 AVERAGED_DIR = "averaged"  # t2t_lite-avg-checkpoints writes OUTPUT_DIR/averaged/ckpt.

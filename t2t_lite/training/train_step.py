@@ -22,7 +22,7 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from t2t_lite.losses import smoothed_cross_entropy_sums
+from t2t_lite.training.losses import smoothed_cross_entropy_sums
 
 SUM = tf.distribute.ReduceOp.SUM
 

@@ -8,11 +8,11 @@ Signatures:
   serving_default: inputs tf.string [B] -> outputs tf.string [B], scores float32 [B]
                    (only for problems with SentencePiece vocabularies: translation)
 
-Decoding follows `t2t_lite.decode_policy`, the rules `decoding.Decoder` follows
+Decoding follows `t2t_lite.decoding.decode_policy`, the rules `t2t_lite.decoding.decoder.Decoder` follows
 too, so the exported model gives the ids t2t_lite-decoder gives: inputs longer
 than hparams.max_length are truncated to max_length - 1 tokens + EOS, the batch
 is cut to its longest row, padded to a power of two (at least 8), and searched
-(`decoding.decode_padded`) with max_decode_length = padded length +
+(`decode_padded`) with max_decode_length = padded length +
 extra_length. The search needs a static length, so translate_ids holds one
 traced search per padded length 8, 16, 32, ... up to the first that holds
 max_length, and picks the branch at run time (`tf.switch_case`).
@@ -48,9 +48,12 @@ import time
 
 import tensorflow as tf
 
-from t2t_lite import checkpoints, decode_policy, decoding
+from t2t_lite.runs import checkpoints
+from t2t_lite.decoding import decode_policy
+from t2t_lite.decoding.options import DecodeOptions
+from t2t_lite.decoding.search import decode_padded
 from t2t_lite.ids import EOS_ID, PAD_ID
-from t2t_lite.text_encoder import SubwordVocab
+from t2t_lite.data.text_encoder import SubwordVocab
 
 IDS_SUBDIR = "ids"
 
@@ -107,11 +110,11 @@ def directory_size(path: str) -> int:
                for root, _, files in os.walk(path) for f in files)
 
 
-def _decode_ids(model, ids, options: decoding.DecodeOptions, max_length: int):
-    """decoding.Decoder's search in the graph: ids [B, S] -> (best ids [B, L], scores [B]).
+def _decode_ids(model, ids, options: DecodeOptions, max_length: int):
+    """The decoder's search in the graph: ids [B, S] -> (best ids [B, L], scores [B]).
 
     The rows are truncated, measured and padded by `decode_policy`, and searched by
-    `decoding.decode_padded` in the branch of their padded length.
+    `decode_padded` in the branch of their padded length.
     """
     ids = decode_policy.tf_truncate(tf.cast(ids, tf.int32), max_length)
     longest = tf.reduce_max(decode_policy.tf_row_lengths(ids))
@@ -121,7 +124,7 @@ def _decode_ids(model, ids, options: decoding.DecodeOptions, max_length: int):
 
     def branch(length):
         def fn():
-            seqs, scores = decoding.decode_padded(
+            seqs, scores = decode_padded(
                 model, decode_policy.tf_pad_batch(ids, length), options)
             searched = decode_policy.max_decode_length(length, options.extra_length)
             best = tf.pad(seqs[:, 0, :], [[0, 0], [0, widest - searched]])
@@ -244,7 +247,7 @@ def export(output_dir: str, export_dir: str, checkpoint: str | None = None,
     model, hparams, info, path = checkpoints.load_model(output_dir, checkpoint)
     problem = registry.problem(info["problem"])
     problem.set_data_dir(data_dir or info.get("data_dir"))
-    options = decoding.DecodeOptions.from_hparams(
+    options = DecodeOptions.from_hparams(
         hparams, beam_size=beam_size, alpha=alpha, extra_length=extra_length)
     if options.beam_size < 1 or options.extra_length < 0:
         raise ExportError("beam_size must be >= 1 and extra_length >= 0")

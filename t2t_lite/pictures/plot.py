@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from t2t_lite.run_dir import RunDirError
+from t2t_lite.runs.run_dir import RunDirError
 
 TRAIN_TAGS = ("loss", "nll", "learning_rate", "tokens_per_second")
 DEV_LOSSES = ("loss", "nll")

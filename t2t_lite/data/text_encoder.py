@@ -9,7 +9,7 @@ is applied by `tensorflow_text.SentencepieceTokenizer` in tf.data, the decoder
 and an exported SavedModel, and by the `sentencepiece` package in Python (the
 tests check both give the same ids). A problem with separate source and target
 vocabularies (`shared_vocab = False`) gets two such models, each trained on
-its own side (`t2t_lite.datagen`).
+its own side (`t2t_lite.data.datagen`).
 
 Ids: 0 `<pad>`, 1 `</s>` (EOS), 2 `<unk>`, 3..258 the 256 byte pieces
 `<0x00>`..`<0xFF>`, then the learned pieces; no BOS. Characters the model did
@@ -27,7 +27,7 @@ one exception: U+2581 "▁", SentencePiece's own space mark, comes back as a spa
 A word-level vocabulary (`model_type="word"`: one piece per whitespace-separated
 token, for closed symbol sets and word-level sources) has no byte pieces: each
 token gets exactly one id, and a token it does not know gets the piece of its
-class (`t2t_lite.word_classes`), which `decode` spells as `<unk:CLASS>`. Its
+class (`t2t_lite.data.word_classes`), which `decode` spells as `<unk:CLASS>`. Its
 classes are applied in Python (`encode`, `encode_batch`), not by the in-graph
 tokenizer, so such a vocabulary is not exported.
 """
@@ -41,7 +41,7 @@ import sys
 import tempfile
 from typing import Iterable
 
-from t2t_lite import word_classes
+from t2t_lite.data import word_classes
 from t2t_lite.ids import EOS_ID, PAD_ID, strip_ids  # noqa: F401  (re-exported)
 
 UNK_ID = 2
@@ -167,7 +167,7 @@ def train_vocab(sentences: Iterable[str], vocab_size: int, seed: int = 1234,
     instead (a closed symbol set, e.g. linearized trees' brackets and tags, or
     a word-level source), keeping the most frequent, at most `vocab_size`
     pieces (fewer when the text has fewer tokens) after the reserved ones and
-    the unknown-word classes (`t2t_lite.word_classes`), without byte pieces.
+    the unknown-word classes (`t2t_lite.data.word_classes`), without byte pieces.
 
     Raises:
       DataError: `vocab_size` is too small or too large for the text.

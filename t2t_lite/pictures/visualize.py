@@ -12,7 +12,7 @@ on the model's greedy output or on a given target. Three kinds, each with one
 - "cross": encoder-decoder attention, target x source (T x S).
 
 Written as a PNG grid (`attention_figure`, matplotlib) or a self-contained HTML
-page (`t2t_lite.attention_html`). Shapes: H heads, S source length (EOS
+page (`t2t_lite.pictures.attention_html`). Shapes: H heads, S source length (EOS
 included), T target length (EOS included).
 """
 
@@ -23,11 +23,11 @@ import os
 
 import numpy as np
 
-from t2t_lite import decode_policy
+from t2t_lite.decoding import decode_policy
 from t2t_lite.ids import EOS_ID, PAD_ID
 from t2t_lite.problems.base import ProblemError
 from t2t_lite.problems.text2text import Text2TextProblem
-from t2t_lite.text_encoder import normalize
+from t2t_lite.data.text_encoder import normalize
 
 KINDS = ("encoder", "decoder", "cross")
 TITLES = {"encoder": "encoder self-attention", "decoder": "decoder self-attention",
@@ -116,14 +116,16 @@ def sentence_maps(problem, model, hparams, text: str, target: str | None = None,
     Raises:
       ProblemError: empty input or target.
     """
-    from t2t_lite import decoding
+    from t2t_lite.decoding.decoder import Decoder
+    from t2t_lite.decoding.options import DecodeOptions
+    from t2t_lite.decoding.splits import encode_lines
 
     if not text.strip():
         raise ProblemError("the input is empty; pass --input with the sentence to draw")
-    source = decoding.encode_lines(problem, [text], hparams.max_length, warn)[0]
+    source = encode_lines(problem, [text], hparams.max_length, warn)[0]
     if target is None:
-        options = decoding.DecodeOptions.from_hparams(hparams, beam_size=1, batch_size=1)
-        ids = decoding.Decoder(model, options).decode([source])[0][0][0]
+        options = DecodeOptions.from_hparams(hparams, beam_size=1, batch_size=1)
+        ids = Decoder(model, options).decode([source])[0][0][0]
     else:
         if not target.strip():
             raise ProblemError("the target is empty; leave --target out to draw the "
@@ -171,7 +173,7 @@ def write_attention(maps: AttentionMaps, path: str, title: str = "") -> str:
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     if path.lower().endswith((".html", ".htm")):
-        from t2t_lite import attention_html
+        from t2t_lite.pictures import attention_html
 
         with open(path, "w", encoding="utf-8") as f:
             f.write(attention_html.page(maps, title))
@@ -190,7 +192,8 @@ def visualize(output_dir: str, text: str, target: str | None = None,
     Returns:
       (the file written, the maps); the file defaults to OUTPUT_DIR/attention.html.
     """
-    from t2t_lite import checkpoints, registry
+    from t2t_lite import registry
+    from t2t_lite.runs import checkpoints
 
     model, hparams, info, path = checkpoints.load_model(output_dir, checkpoint)
     problem = registry.problem(info["problem"])

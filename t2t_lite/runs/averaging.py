@@ -15,8 +15,8 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from t2t_lite import run_dir
-from t2t_lite.checkpoints import (
+from t2t_lite.runs import run_dir
+from t2t_lite.runs.checkpoints import (
     AVERAGED_DIR, CheckpointError, build_run_model, checkpoint_path, list_checkpoints,
     remove_staging,
     weight_keys, write_weights_dir,

@@ -1,7 +1,7 @@
 """A search that can only build well-formed trees over exactly the input words.
 
 Constituency parsing as translation (Vinyals et al. 2015; section 6.3 of
-Vaswani et al. 2017) decodes a linearized tree (`t2t_lite.ptb.linearize`):
+Vaswani et al. 2017) decodes a linearized tree (`t2t_lite.parsing.ptb.linearize`):
 `(S (NP NNP NNP )NP (VP VBZ )VP . )S`, where `(X` opens a phrase, `)X`
 closes it and a POS tag is a word slot. An unconstrained beam can close what
 is not open, place too many or too few word slots, or stop inside a phrase;
@@ -43,7 +43,7 @@ from __future__ import annotations
 import numpy as np
 from keras import ops
 
-from t2t_lite import ptb
+from t2t_lite.parsing import ptb
 from t2t_lite.ids import EOS_ID
 
 OTHER, OPEN, CLOSE, TAG, END = 0, 1, 2, 3, 4  # Token kinds.

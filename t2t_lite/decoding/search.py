@@ -1,0 +1,99 @@
+"""The search glue: beam search (or greedy) over a model's cached decoder.
+
+Only the model interface (`t2t_lite/model.py`) is used: `init_cache`,
+`decode_step`, `grow_self_cache`, `target_vocab_size`. The maximum output
+length (padded source length + `extra_length`; section 6.1: input length + 50)
+follows `t2t_lite.decoding.decode_policy`, as the exported SavedModel does.
+Shapes: B batch, S source length, K beam size, L maximum decode length.
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from t2t_lite.decoding import beam_search, decode_policy
+from t2t_lite.ids import EOS_ID
+
+
+FIRST_CACHE_LENGTH = 16
+
+
+def cache_lengths(max_decode_length: int) -> list[int]:
+    """Self-attention cache sizes the search grows through: 16, 32, ... below L, then L."""
+    lengths, length = [], FIRST_CACHE_LENGTH
+    while length < max_decode_length:
+        lengths.append(length)
+        length *= 2
+    return lengths + [max_decode_length]
+
+
+def search(model, inputs, beam_size: int, alpha: float, max_decode_length: int,
+           min_decode_length: int = 0, constraint=None):
+    """Beam search (greedy for beam 1) over the model's cached decoder.
+
+    Uses only the model interface (`t2t_lite/model.py`): `init_cache`,
+    `decode_step`, `grow_self_cache`, `target_vocab_size`. The cross_cache
+    (e.g. encoder-decoder keys and values) is computed once, repeated for the K
+    beams and closed over by `next_fn`, so only the self_cache travels through
+    the loop, grows 16, 32, ... L positions, and is reordered when beams are
+    reselected.
+
+    A `constraint` (`initial_state(inputs)`, `update(state, ids)`,
+    `allowed(state, index, L)`, as `t2t_lite.parsing.tree_constraint.TreeConstraint`)
+    keeps its per-beam state beside the self_cache, updates it with each
+    beam's last token, lets its optional `adjust_logits(state, logits)` change
+    the model's logits, and masks the tokens it forbids; None (translation)
+    runs the plain search.
+
+    Args:
+      model: a model with the interface of `t2t_lite/model.py`.
+      inputs: int32 [B, S] source ids with EOS, 0-padded.
+
+    Returns:
+      (ids int32 [B, K, L], scores float32 [B, K]), best first; K = 1 for greedy.
+    """
+    lengths = cache_lengths(max_decode_length)
+    self_cache, cross_cache = model.init_cache(inputs, lengths[0])
+    if beam_size > 1:  # Rows b * K + k, as beam_search flattens them.
+        cross_cache = tf.nest.map_structure(
+            lambda x: tf.repeat(x, beam_size, axis=0), cross_cache)
+
+    growth = dict(cache_lengths=lengths, grow_cache=model.grow_self_cache,
+                  min_decode_length=min_decode_length)
+    if constraint is None:
+        def next_fn(ids, index, cache):
+            return model.decode_step(ids, index, cache, cross_cache)
+    else:
+        self_cache = (self_cache, constraint.initial_state(inputs))
+
+        adjust = getattr(constraint, "adjust_logits", None)
+
+        def next_fn(ids, index, cache):
+            model_cache, state = cache
+            logits, model_cache = model.decode_step(ids, index, model_cache, cross_cache)
+            state = constraint.update(state, ids)
+            return (adjust(state, logits) if adjust else logits), (model_cache, state)
+
+        growth.update(
+            grow_cache=lambda cache, n: (model.grow_self_cache(cache[0], n), cache[1]),
+            allowed_fn=lambda cache, index: constraint.allowed(
+                cache[1], index, max_decode_length))
+    batch = tf.shape(inputs)[0]
+    if beam_size == 1:
+        ids, scores = beam_search.greedy_search(
+            next_fn, self_cache, batch, max_decode_length, EOS_ID, **growth)
+        return ids[:, None, :], scores[:, None]
+    return beam_search.beam_search(
+        next_fn, self_cache, batch, beam_size, max_decode_length, EOS_ID, alpha=alpha,
+        vocab_size=model.target_vocab_size, **growth)
+
+
+def decode_padded(model, inputs, options):
+    """inputs int32 [B, S] (S a padded source length) -> (ids [B, K, L], scores [B, K]).
+
+    The search of `decoding.Decoder` and of the exported SavedModel alike:
+    L = decode_policy.max_decode_length(S, extra_length).
+    """
+    max_length = decode_policy.max_decode_length(inputs.shape[1], options.extra_length)
+    return search(model, inputs, options.beam_size, options.alpha, max_length,
+                  constraint=options.constraint)
