@@ -35,13 +35,13 @@ setup(
         "numpy",
         "matplotlib>=3.7",  # t2t_lite-visualize, t2t_lite-plot (Agg backend, no display).
     ],
-    extras_require={"test": ["pytest>=8", "hypothesis>=6"]},
+    extras_require={"test": ["pytest>=8", "hypothesis>=6", "wheel"]},
     entry_points={
         "console_scripts": [
             "t2t_lite-trainer=t2t_lite.bin.trainer:main",
             "t2t_lite-decoder=t2t_lite.bin.decoder:main",
             "t2t_lite-datagen=t2t_lite.bin.datagen:main",
-            "t2t_lite-bleu=t2t_lite.metrics.bleu:main",
+            "t2t_lite-bleu=t2t_lite.bin.bleu:main",
             "t2t_lite-avg-checkpoints=t2t_lite.bin.avg_checkpoints:main",
             "t2t_lite-exporter=t2t_lite.bin.exporter:main",
             "t2t_lite-visualize=t2t_lite.bin.visualize:main",

@@ -45,7 +45,7 @@ import decode_speed  # noqa: E402
 from keras import ops  # noqa: E402
 
 from t2t_lite import registry  # noqa: E402
-from t2t_lite.runs import checkpoints
+from t2t_lite.runs import weights
 from t2t_lite.layers import attention  # noqa: E402
 from t2t_lite.ids import EOS_ID  # noqa: E402
 
@@ -103,7 +103,7 @@ def compare_cache_writes(args, make_batch):
     decodes, library = {}, attention.write_position
     for name, write in CACHE_WRITES.items():
         attention.write_position = write  # Looked up when the decode is traced.
-        model = checkpoints.build_model(registry.hparams("base").override(overrides), vocab)
+        model = weights.build_model(registry.hparams("base").override(overrides), vocab)
         decodes[name] = decode_speed.make_decode(model, args.jit)
         decodes[name](make_batch())[0].numpy()
     attention.write_position = library
@@ -147,7 +147,7 @@ def main():
 
     if args.compare_cache_writes:
         return compare_cache_writes(args, batch)
-    model = checkpoints.build_model(registry.hparams("base").override(overrides), vocab)
+    model = weights.build_model(registry.hparams("base").override(overrides), vocab)
     decode = decode_speed.make_decode(model, args.jit)
     decode(batch())[0].numpy()  # Trace (and compile) outside the profile.
     logdir = tempfile.mkdtemp(prefix="decode_profile_")

@@ -24,7 +24,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from t2t_lite import registry  # noqa: E402
-from t2t_lite.runs import checkpoints
+from t2t_lite.runs import weights
 from t2t_lite.decoding.search import search
 from t2t_lite.ids import EOS_ID  # noqa: E402
 
@@ -49,7 +49,7 @@ def make_decode(model, jit: bool):
 def run(size: str, batches: int, jit: bool) -> dict:
     overrides, vocab = SIZES[size]
     hparams = registry.hparams("base").override(overrides)
-    model = checkpoints.build_model(hparams, vocab)
+    model = weights.build_model(hparams, vocab)
     decode = make_decode(model, jit)
     rng = np.random.default_rng(1234)
     times, lengths = [], set()

@@ -21,7 +21,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 
 from t2t_lite import registry  # noqa: E402
-from t2t_lite.runs import checkpoints
+from t2t_lite.runs import weights
 from t2t_lite.decoding import decode_policy
 from t2t_lite.serving import export
 from t2t_lite.runs import run_dir
@@ -38,9 +38,9 @@ def main():
         out = os.path.join(tmp, "run")
         os.makedirs(out)
         run_dir.prepare_run(out, hparams, "algorithmic_reverse", args.vocab, args.vocab)
-        model = checkpoints.build_model(hparams, args.vocab)
+        model = weights.build_model(hparams, args.vocab)
         tf.train.CheckpointManager(
-            tf.train.Checkpoint(model=checkpoints.model_weights(model)), out, max_to_keep=1,
+            tf.train.Checkpoint(model=weights.model_weights(model)), out, max_to_keep=1,
             checkpoint_name="ckpt").save(checkpoint_number=1)
         result = export.export(out, os.path.join(tmp, "export"))
         print(json.dumps({

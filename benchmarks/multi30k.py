@@ -69,6 +69,7 @@ def score_checkpoint(run, name, problem, hparams, data_dir, tests, average, held
     """The stage's JSON record for checkpoint `name` of `run`."""
     from t2t_lite.runs import averaging
     from t2t_lite.runs import checkpoints
+    from t2t_lite.runs import weights
     from t2t_lite.training.evaluation import mean_loss
 
     names = checkpoints.list_checkpoints(run)
@@ -77,7 +78,7 @@ def score_checkpoint(run, name, problem, hparams, data_dir, tests, average, held
     record = {"checkpoint": name, "step": int(name.rsplit("-", 1)[1]),
               "averaged": ending, "bleu": {}, "decode_seconds": {}}
     for kind, checkpoint in (("last", name), ("averaged", "averaged")):
-        model = checkpoints.load_model(run, checkpoint)[0]
+        model = weights.load_model(run, checkpoint)[0]
         if kind == "last":
             loss, nll = mean_loss(model, hparams, problem.examples("dev", data_dir))
             record.update(dev_loss=round(loss, 4), dev_nll=round(nll, 4))
@@ -124,14 +125,15 @@ def main():
     from t2t_lite.data import datagen
     from t2t_lite.runs import run_dir
     from t2t_lite.training import trainer
-    from t2t_lite.training.evaluation import EvalOptions
+    from t2t_lite.data.options import DatagenOptions
+    from t2t_lite.training.options import EvalOptions, TrainOptions
 
     data_dir = args.data_dir or os.path.join(args.work_dir, "data")
     run = args.run_dir or os.path.join(args.work_dir, "run")
     problem = registry.problem("multi30k_ende")
     if not os.path.exists(os.path.join(data_dir, "multi30k_ende.datagen.json")):
         datagen.generate(problem, data_dir, args.raw_dir,
-                         datagen.DatagenOptions(vocab_size=args.vocab_size),
+                         DatagenOptions(vocab_size=args.vocab_size),
                          log=lambda line: print(line, file=sys.stderr))
     problem.set_data_dir(data_dir)
     first = TEST if args.score_on == "test" else DEV
@@ -156,7 +158,7 @@ def main():
     done = 0.0
     for i, minutes in enumerate(budgets):
         start = time.time()
-        result = trainer.train(problem, hparams, run, data_dir, trainer.TrainOptions(
+        result = trainer.train(problem, hparams, run, data_dir, TrainOptions(
             train_minutes=minutes - done, save_checkpoints_steps=args.save_checkpoints_steps,
             keep_checkpoint_max=10_000,
             eval=EvalOptions(eval_decode_examples=args.eval_decode_examples)),

@@ -38,17 +38,15 @@ def main():
                              "without the tag dictionary; unconstrained: neither")
     args = parser.parse_args()
 
-    from t2t_lite import registry
-    from t2t_lite.runs import checkpoints
+    from t2t_lite.runs.load import load_run
     from t2t_lite.decoding.options import DecodeOptions
     from t2t_lite.decoding.splits import decode_split
     from t2t_lite.metrics.evalb import evaluate, load_params, strict_f1
 
     params = dataclasses.replace(load_params("COLLINS"), max_error=None)  # Score every line.
     for name in args.checkpoints.split(",") if args.checkpoints else [None]:
-        model, hparams, info, path = checkpoints.load_model(args.output_dir, name)
-        problem = registry.problem(info["problem"])
-        problem.set_data_dir(args.data_dir or info.get("data_dir"))
+        run = load_run(args.output_dir, name, args.data_dir)
+        model, hparams, problem, path = run.model, run.hparams, run.problem, run.checkpoint
         for mode in args.modes.split(","):
             options = DecodeOptions.from_hparams(
                 hparams, beam_size=args.beam_size,

@@ -39,6 +39,7 @@ import tensorflow as tf  # noqa: E402
 
 tf.config.threading.set_intra_op_parallelism_threads(THREADS)
 
+from t2t_lite.training.options import TrainOptions
 from t2t_lite import registry  # noqa: E402
 from t2t_lite.training import flops
 from t2t_lite.training import trainer
@@ -125,7 +126,7 @@ def main():
     parser.add_argument("--budget_s", type=float, default=120.0,
                         help="stop timing after this (at least 5 steps)")
     args = parser.parse_args()
-    jit = trainer.TrainOptions().jit_compile if args.jit == "auto" else args.jit == "on"
+    jit = TrainOptions().jit_compile if args.jit == "auto" else args.jit == "on"
     for size in ["bench", "base"] if args.size == "all" else [args.size]:
         print(json.dumps(run(size, jit, args.budget_s)), flush=True)
 

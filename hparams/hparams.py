@@ -30,6 +30,8 @@ import json
 import types
 import typing
 
+from t2t_lite.errors import UserError
+
 MODEL_SHAPING = "model_shaping"
 # Keras dtype policies `HParams.precision` accepts (variables are float32 under all).
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
@@ -44,7 +46,7 @@ def _shaping(default):
     return dataclasses.field(default=default, metadata={MODEL_SHAPING: True})
 
 
-class HParamsError(ValueError):
+class HParamsError(UserError, ValueError):
     """A bad hparams set, override or value; the message says what to do."""
 
 

@@ -19,17 +19,39 @@ the best checkpoint by the first one.
 from __future__ import annotations
 
 import abc
+from typing import Iterator, Protocol
 
 import tensorflow as tf
 
 from t2t_lite.ids import EOS_ID, PAD_ID, strip_ids
 from t2t_lite.metrics.base import ExactMatch, Metric, Score, evaluate
 from t2t_lite.data.shards import SPLITS
+from t2t_lite.errors import UserError
 
 
-
-class ProblemError(ValueError):
+class ProblemError(UserError, ValueError):
     """A problem cannot run as asked; the message says what to do."""
+
+
+class Corpus(Protocol):
+    """One split's raw text pairs, as `Problem.corpora` gives them to t2t_lite-datagen.
+
+    Implemented by `translate_corpus.FileCorpus` and `TfdsCorpus` and by
+    parsing's `TreebankCorpus`.
+    """
+
+    @property
+    def description(self) -> str:
+        """Where the pairs come from, for the datagen log."""
+
+    def prepare(self, log=print) -> int:
+        """Makes the pairs readable (a download, a count) and returns their number."""
+
+    def pairs(self) -> Iterator[tuple[str, str]]:
+        """(source, target) text pairs, in the corpus' order."""
+
+    def fingerprint(self):
+        """A JSON value that changes when the raw data does (the datagen manifest)."""
 
 
 class Problem(abc.ABC):
@@ -38,6 +60,9 @@ class Problem(abc.ABC):
     name = "problem"
     pad_id = PAD_ID
     eos_id = EOS_ID
+    # False: generated in code (algorithmic tasks); True: t2t_lite-datagen
+    # writes its data from `corpora` first.
+    needs_datagen = False
 
     # --- Vocabulary ---
     @property
@@ -62,6 +87,32 @@ class Problem(abc.ABC):
 
     def set_data_dir(self, data_dir: str | None) -> None:
         """Tells the problem where t2t_lite-datagen wrote its data (no-op by default)."""
+
+    def vocab_files(self) -> tuple[str, str] | None:
+        """(source, target) SentencePiece model files, for in-graph text (the exporter's
+        text signature); None for a problem without vocabulary files (ids only)."""
+        return None
+
+    def token_piece(self, token: int, side: str) -> str:
+        """The text of one id of `side` ("source" or "target"), e.g. for a picture's axis."""
+        text = self.decode_inputs([token]) if side == "source" else self.decode([token])
+        return text or str(token)
+
+    def encode_target(self, text: str) -> list[int]:
+        """Target text -> ids without EOS (a given target to draw attention for)."""
+        return self.encode(text)
+
+    # --- Raw data (t2t_lite-datagen) ---
+    def corpora(self, raw_dir: str | None, options) -> dict[str, Corpus | None]:
+        """split -> `Corpus`, or None for a split the raw data lacks (`needs_datagen`
+        problems only).
+
+        Args:
+          raw_dir: --raw_dir, or None (download).
+          options: `t2t_lite.data.options.DatagenOptions`.
+        """
+        del raw_dir, options
+        raise ProblemError(f"{self.name} is generated in code: it has no raw corpora")
 
     # --- Data ---
     @abc.abstractmethod

@@ -46,6 +46,7 @@ class Text2TextProblem(Problem):
     source_lang = "en"
     target_lang = "de"
     shared_vocab = True  # One vocabulary for both sides (overrides Problem's property).
+    needs_datagen = True
     default_vocab_size = 32_000  # Section 5.1: 37000 for EN-DE, 32000 for EN-FR.
     default_source_vocab_size: int | None = None  # shared_vocab = False only.
     default_target_vocab_size: int | None = None
@@ -150,6 +151,21 @@ class Text2TextProblem(Problem):
             raise self._not_shared("vocab_file")
         return self.vocab_path()
 
+    def vocab_files(self) -> tuple[str, str]:
+        """(source, target) SentencePiece model files: the shared one twice when shared."""
+        if self.shared_vocab:
+            return (self.vocab_file,) * 2
+        return self.source_vocab_file, self.target_vocab_file
+
+    def token_piece(self, token: int, side: str) -> str:
+        """The vocabulary piece of id `token` on `side` (e.g. "▁Haus")."""
+        vocab = self.source_vocab if side == "source" else self.target_vocab
+        return vocab.id_to_piece(int(token))
+
+    def encode_target(self, text: str) -> list[int]:
+        """Target text -> ids with the target vocabulary, without EOS."""
+        return self.target_vocab.encode(normalize(text))
+
     def _not_shared(self, what: str) -> ProblemError:
         return ProblemError(
             f"{self.name} has separate source and target vocabularies (shared_vocab = False), "
@@ -196,11 +212,11 @@ class Text2TextProblem(Problem):
 
     @abc.abstractmethod
     def corpora(self, raw_dir: str | None, options) -> dict:
-        """split -> corpus (`prepare`, `pairs`, `fingerprint`, `description`) or None.
+        """split -> `Corpus` (`t2t_lite.problems.base.Corpus`) or None.
 
         Args:
           raw_dir: --raw_dir, or None (download).
-          options: `t2t_lite.data.datagen.DatagenOptions`.
+          options: `t2t_lite.data.options.DatagenOptions`.
         """
 
     def _check_languages(self, options) -> None:

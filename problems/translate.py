@@ -10,7 +10,7 @@ shared vocabulary. The WMT 2014 problems are in translate_wmt.py.
 
 from __future__ import annotations
 
-from t2t_lite.data import shards
+from t2t_lite.data.manifest import read_manifest
 from t2t_lite.problems.base import ProblemError
 from t2t_lite.problems.text2text import Text2TextProblem
 from t2t_lite.registry import register_problem
@@ -35,7 +35,7 @@ class TranslateFiles(Text2TextProblem):
     def set_data_dir(self, data_dir: str | None) -> None:
         """Also takes the languages datagen was run with (they choose the BLEU tokenizer)."""
         super().set_data_dir(data_dir)
-        manifest = shards.read_manifest(data_dir, self.name) if data_dir else None
+        manifest = read_manifest(data_dir, self.name) if data_dir else None
         languages = (manifest or {}).get("plan", {}).get("languages")
         if languages:
             self.source_lang, self.target_lang = languages

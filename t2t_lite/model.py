@@ -3,7 +3,7 @@
 The model interface: what a class registered with
 `t2t_lite.registry.register_model(name)` provides, so that the trainer,
 checkpoints, averaging, decoding and export work with it unchanged
-(`hparams.model` names the class; `checkpoints.build_model` builds it):
+(`hparams.model` names the class; `t2t_lite.runs.weights.build_model` builds it):
 
 - `from_hparams(hparams, source_vocab_size, target_vocab_size=None)`, a
   classmethod: builds the model and creates its weights (the target vocabulary

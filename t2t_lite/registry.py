@@ -15,13 +15,15 @@ import difflib
 import importlib
 from typing import Any, Callable
 
+from t2t_lite.errors import UserError
+
 _PROBLEMS: dict[str, type] = {}
 _HPARAMS: dict[str, Callable[[], Any]] = {}
 _MODELS: dict[str, type] = {}
 _LOADED = False
 
 
-class RegistryError(KeyError):
+class RegistryError(UserError, KeyError):
     """An unknown or duplicate name; str() is the one-line message."""
 
     def __str__(self) -> str:

@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from t2t_lite.training.options import TrainOptions
 from t2t_lite import registry
 from t2t_lite.runs import averaging
-from t2t_lite.runs import checkpoints
+from t2t_lite.runs import weights
 from t2t_lite.training import trainer
 from t2t_lite.bin import avg_checkpoints as avg_cli
 from t2t_lite.runs.checkpoints import CheckpointError
@@ -20,7 +21,7 @@ TINY = "dropout_rate=0.0,num_layers=1,d_model=32,d_ff=64,num_heads=2,batch_size=
 def _train(output_dir, steps, overrides=TINY):
     trainer.train(registry.problem("algorithmic_reverse"),
                   registry.hparams("tiny").override(overrides), str(output_dir),
-                  options=trainer.TrainOptions(train_steps=steps, save_checkpoints_steps=3,
+                  options=TrainOptions(train_steps=steps, save_checkpoints_steps=3,
                                                keep_checkpoint_max=10, log_every_steps=100),
                   strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=lambda _: None)
     return str(output_dir)
@@ -32,7 +33,7 @@ def run(tmp_path_factory):
 
 
 def _weights(run, name):
-    model, *_ = checkpoints.load_model(run, name)
+    model, *_ = weights.load_model(run, name)
     return [np.array(w) for w in model.weights]
 
 
@@ -85,4 +86,4 @@ def test_truncated_checkpoint_fails_cleanly(run, tmp_path, capsys):
 def test_missing_averaged_says_what_to_do(tmp_path):
     out = _train(tmp_path / "fresh", 3)
     with pytest.raises(CheckpointError, match="t2t_lite-avg-checkpoints"):
-        checkpoints.load_model(out, "averaged")
+        weights.load_model(out, "averaged")

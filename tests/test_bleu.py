@@ -12,6 +12,7 @@ import sys
 import pytest
 import sacrebleu
 
+from t2t_lite.bin import bleu as bleu_cli
 from t2t_lite.metrics import bleu
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata",
@@ -239,7 +240,7 @@ def test_bleu_files_line_count_mismatch(tmp_path):
 
 
 def test_cli_prints_two_labelled_lines(capsys):
-    assert bleu.main(["--hypotheses=" + HYP, "--reference=" + REF]) == 0
+    assert bleu_cli.main(["--hypotheses=" + HYP, "--reference=" + REF]) == 0
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 2
     assert out[0].startswith(
@@ -256,7 +257,7 @@ def test_cli_errors_exit_2_with_one_line(tmp_path, capsys, which):
     if which == "mismatch":
         hyp.write_text("eins\n", encoding="utf-8")
     with pytest.raises(SystemExit) as exc:
-        bleu.main(["--hypotheses", str(hyp), "--reference", REF])
+        bleu_cli.main(["--hypotheses", str(hyp), "--reference", REF])
     assert exc.value.code == 2
     captured = capsys.readouterr()
     assert captured.out == ""

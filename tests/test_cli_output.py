@@ -49,3 +49,56 @@ def test_filter_drops_only_startup_noise(capfd, monkeypatch):
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
     common.start_tensorflow(verbose=True)
     assert os.environ["TF_CPP_MIN_LOG_LEVEL"] == "0"
+
+
+def _package_error_classes():
+    """Every class named *Error defined in a module of the installed package."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    names = set()
+    for root in ("t2t_lite", "t2t_lite.problems", "t2t_lite.hparams"):
+        package = importlib.import_module(root)
+        names.add(root)
+        names.update(info.name for info in pkgutil.walk_packages(package.__path__, root + "."))
+    found = []
+    for name in sorted(names):
+        module = importlib.import_module(name)
+        found += [value for _, value in inspect.getmembers(module, inspect.isclass)
+                  if value.__name__.endswith("Error") and value.__module__ == name]
+    return found
+
+
+def test_every_user_error_derives_from_the_one_base():
+    from t2t_lite.errors import UserError
+    from t2t_lite.metrics import trees
+    from t2t_lite.metrics.base import MetricError
+    from t2t_lite.parsing import ptb
+
+    errors = _package_error_classes()
+    names = sorted(error.__name__ for error in errors)
+    assert {"ClusterError", "MetricError", "TreeError", "EvalbError", "DataError",
+            "ExportError", "RunDirError", "RegistryError", "CheckpointError", "ProblemError",
+            "HParamsError"} <= set(names)
+    assert len(names) == len(set(names)), f"one class per name: {names}"
+    for error in errors:
+        assert issubclass(error, UserError), error
+    assert trees.TreeError is ptb.TreeError and issubclass(ptb.TreeError, MetricError)
+
+
+def test_export_error_in_the_exporter_is_one_line_and_exit_2(tmp_path, monkeypatch, capfd):
+    from t2t_lite.bin import exporter
+    from t2t_lite.serving import export
+
+    def refuse(*args, **kwargs):
+        raise export.ExportError("the export directory is not usable: pick another")
+
+    monkeypatch.setattr(export, "export", refuse)
+    status = exporter.main([f"--output_dir={tmp_path / 'run'}",
+                            f"--export_dir={tmp_path / 'export'}"])
+    captured = capfd.readouterr()
+    assert status == 2
+    assert captured.out == ""
+    assert captured.err.splitlines() == [
+        "t2t_lite-exporter: error: the export directory is not usable: pick another"]

@@ -13,6 +13,7 @@ import pytest
 import tensorflow as tf
 from conftest import data_file
 
+from t2t_lite.data.options import DatagenOptions
 from t2t_lite import registry
 from t2t_lite.data import datagen
 from t2t_lite.data import datagen_io
@@ -21,7 +22,7 @@ from t2t_lite.bin import datagen as datagen_cli
 from t2t_lite.problems import EOS_ID, ProblemError
 from t2t_lite.data.text_encoder import DataError, normalize
 
-SMALL = datagen.DatagenOptions(vocab_size=800, shard_size=100)
+SMALL = DatagenOptions(vocab_size=800, shard_size=100)
 
 
 def _lines(path, start=0, stop=None):
@@ -155,7 +156,7 @@ def test_sigkill_leaves_only_whole_shards(tmp_path):
     for path in paths:  # Every shard under its final name is whole.
         assert sum(1 for _ in tf.data.TFRecordDataset(path)) == 500
     problem = registry.problem("multi30k_ende")
-    summary = datagen.generate(problem, str(data_dir), MULTI30K, datagen.DatagenOptions(
+    summary = datagen.generate(problem, str(data_dir), MULTI30K, DatagenOptions(
         vocab_size=1000, vocab_sample_size=2000, shard_size=500), log=lambda _: None)
     train = summary.splits[0]
     assert train.shards_skipped == len(paths) and train.written == 29_000
@@ -217,7 +218,7 @@ def test_gzip_and_languages(raw, tmp_path):
             with gzip.open(raw / f"{split}.{new}.gz", "wb") as f:
                 f.write(data)
     os.remove(raw / "test.en")  # No test split: optional for translate_files.
-    options = datagen.DatagenOptions(vocab_size=800, shard_size=1000, source_lang="en",
+    options = DatagenOptions(vocab_size=800, shard_size=1000, source_lang="en",
                                      target_lang="fr")
     _, summary = _generate(raw, tmp_path / "data", options)
     assert [(s.split, s.written) for s in summary.splits] == [("train", 300), ("dev", 40)]
@@ -228,9 +229,9 @@ def test_refuses_to_mix_with_other_shards(raw, tmp_path):
     _generate(raw, data_dir)
     before = _snapshot(data_dir)
     with pytest.raises(DataError, match="has 800 pieces, not the 900 asked"):
-        _generate(raw, data_dir, datagen.DatagenOptions(vocab_size=900, shard_size=100))
+        _generate(raw, data_dir, DatagenOptions(vocab_size=900, shard_size=100))
     with pytest.raises(DataError, match=r"made differently \(changed: .*splits.train.shards\b"):
-        _generate(raw, data_dir, datagen.DatagenOptions(shard_size=50))
+        _generate(raw, data_dir, DatagenOptions(shard_size=50))
     assert _snapshot(data_dir) == before
 
 

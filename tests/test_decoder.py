@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from t2t_lite.data.options import DatagenOptions
+from t2t_lite.training.options import TrainOptions
 from t2t_lite import registry
-from t2t_lite.runs import checkpoints
+from t2t_lite.runs import weights
 from t2t_lite.data import datagen
 from t2t_lite.decoding import decode_policy
 from t2t_lite.decoding.decoder import Decoder
@@ -32,7 +34,7 @@ def _train(problem_name, output_dir, steps):
     hparams = registry.hparams("tiny").override(
         "dropout_rate=0.0,num_layers=1,d_model=32,d_ff=64,num_heads=2,batch_size=256")
     trainer.train(registry.problem(problem_name), hparams, str(output_dir),
-                  options=trainer.TrainOptions(train_steps=steps, log_every_steps=1000),
+                  options=TrainOptions(train_steps=steps, log_every_steps=1000),
                   strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=lambda _: None)
     return str(output_dir)
 
@@ -60,7 +62,7 @@ def test_decode_file_keeps_order_empty_and_long_lines(run_dir, tmp_path, capsys)
     # Each line is what decoding its input alone gives (the long one as truncated:
     # 63 tokens + EOS), so a shuffled output fails; the outputs differ, so it would.
     problem = registry.problem("algorithmic_reverse")
-    model, *_ = checkpoints.load_model(run_dir)
+    model, *_ = weights.load_model(run_dir)
     alone = Decoder(model, DecodeOptions(beam_size=2, batch_size=1))
     for line, output in zip(lines, got):
         if line:
@@ -119,7 +121,7 @@ class _ReverseWithOwnMetric(AlgorithmicReverse):
 def test_problems_own_metric_reaches_the_decoder(tmp_path, capsys):
     run = _train("test_reverse_with_own_metric", tmp_path / "run", 2)
     problem = registry.problem("test_reverse_with_own_metric")
-    model, *_ = checkpoints.load_model(run)
+    model, *_ = weights.load_model(run)
     report = decode_split(problem, model, "test",
                                    DecodeOptions(beam_size=1, batch_size=40))
     assert len(report.sources) == len(report.hypotheses) == len(report.references) == 40
@@ -151,7 +153,7 @@ def test_problems_own_metric_reaches_the_decoder(tmp_path, capsys):
 
 
 def test_batched_equals_one_by_one_and_beam1_equals_greedy(run_dir):
-    model, *_ = checkpoints.load_model(run_dir)
+    model, *_ = weights.load_model(run_dir)
     rng = np.random.default_rng(0)
     sources = [list(rng.integers(2, 12, n)) + [1] for n in (3, 9, 1, 12, 5)]
     options = DecodeOptions(beam_size=4, batch_size=5, return_beams=True)
@@ -247,12 +249,12 @@ def test_translation_reference_prints_sacrebleu_and_target_language_bleu(tmp_pat
     for lang, content in text.items():
         (raw / f"train.{lang}").write_text(content, encoding="utf-8")
     problem = registry.problem("test_translate_en_fr")
-    datagen.generate(problem, str(data_dir), str(raw), datagen.DatagenOptions(vocab_size=500),
+    datagen.generate(problem, str(data_dir), str(raw), DatagenOptions(vocab_size=500),
                      log=lambda _: None)
     hparams = registry.hparams("tiny").override(
         "dropout_rate=0.0,num_layers=1,d_model=32,d_ff=64,num_heads=2,batch_size=256")
     trainer.train(problem, hparams, str(run), str(data_dir),
-                  trainer.TrainOptions(train_steps=2, log_every_steps=1000),
+                  TrainOptions(train_steps=2, log_every_steps=1000),
                   strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=lambda _: None)
     source, reference, out = tmp_path / "in.en", tmp_path / "ref.fr", tmp_path / "out.fr"
     source.write_text("".join(text["en"].splitlines(True)[:4]), encoding="utf-8")

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from t2t_lite.training.options import EvalOptions, TrainOptions
 from t2t_lite import registry
-from t2t_lite.runs import checkpoints
-from t2t_lite.training import evaluation
+from t2t_lite.runs import weights
 from t2t_lite.training import trainer
 from t2t_lite.metrics import Metric, Score
 from t2t_lite.problems.algorithmic import AlgorithmicReverse
@@ -50,12 +50,12 @@ class ReverseWithoutDev(AlgorithmicReverse):
 
 def _train(problem, hparams, output_dir, steps, eval_every, **options):
     lines = []
-    eval_options = evaluation.EvalOptions(
+    eval_options = EvalOptions(
         eval_every_steps=eval_every, eval_examples=64, eval_decode_examples=24,
         eval_batch_size=8)
     result = trainer.train(
         registry.problem(problem), hparams, str(output_dir),
-        options=trainer.TrainOptions(train_steps=steps, log_every_steps=1000,
+        options=TrainOptions(train_steps=steps, log_every_steps=1000,
                                      eval=eval_options, **options),
         strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=lines.append)
     return result, lines
@@ -100,9 +100,9 @@ def test_problem_metric_reaches_dev_evaluation_and_best_is_kept(tiny_hparams, tm
     # best/ holds the step-10 weights (the highest metric), and says so.
     record = json.load(open(tmp_path / "best" / "best.json"))
     assert record["step"] == 10 and record["metric"] == "scripted" and record["value"] == 30.0
-    best, *_ = checkpoints.load_model(str(tmp_path), "best")
-    at_10, *_ = checkpoints.load_model(str(tmp_path), "ckpt-10")
-    at_15, *_ = checkpoints.load_model(str(tmp_path), "ckpt-15")
+    best, *_ = weights.load_model(str(tmp_path), "best")
+    at_10, *_ = weights.load_model(str(tmp_path), "ckpt-10")
+    at_15, *_ = weights.load_model(str(tmp_path), "ckpt-15")
     for a, b in zip(best.weights, at_10.weights):
         np.testing.assert_array_equal(np.array(a), np.array(b))
     assert any(not np.array_equal(np.array(a), np.array(b))
@@ -135,7 +135,7 @@ def test_dev_loss_matches_the_loss_of_the_model(tiny_hparams, tmp_path):
     global SCRIPT
     SCRIPT = ScriptedMetric([1.0])
     result, _ = _train("test_reverse_scripted_metric", tiny_hparams, tmp_path, 4, eval_every=4)
-    model, hparams, *_ = checkpoints.load_model(str(tmp_path))
+    model, hparams, *_ = weights.load_model(str(tmp_path))
     problem = registry.problem("algorithmic_reverse")
     totals = np.zeros(3)
     for ex in problem.examples("dev").take(64).as_numpy_iterator():

@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from t2t_lite.data.options import DatagenOptions
+from t2t_lite.training.options import TrainOptions
 from t2t_lite import registry
-from t2t_lite.runs import checkpoints
+from t2t_lite.runs import weights
 from t2t_lite.data import datagen
 from t2t_lite.decoding import decode_policy
 from t2t_lite.decoding.decoder import Decoder
@@ -21,6 +23,7 @@ from t2t_lite.training import trainer
 from t2t_lite.bin import decoder as decoder_cli
 from t2t_lite.bin import exporter as exporter_cli
 from t2t_lite.ids import strip_ids
+from t2t_lite.problems.base import Problem
 
 TINY = "dropout_rate=0.0,num_layers=1,d_model=32,d_ff=64,num_heads=2,batch_size=256"
 TESTDATA = pathlib.Path(__file__).parent / "testdata" / "bleu"
@@ -45,7 +48,7 @@ def reverse_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("reverse")
     hparams = registry.hparams("tiny").override(TINY + ",max_length=24")
     trainer.train(registry.problem("algorithmic_reverse"), hparams, str(out),
-                  options=trainer.TrainOptions(train_steps=20, log_every_steps=100),
+                  options=TrainOptions(train_steps=20, log_every_steps=100),
                   strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=_quiet)
     return str(out)
 
@@ -79,7 +82,7 @@ def test_translate_ids_matches_decoder_without_tensorflow_text(reverse_run, tmp_
     for row, ids in enumerate(sources):
         batch[row, :len(ids)] = ids
     got = _fresh(IDS_CODE, {"path": str(export_dir / "1"), "inputs": batch.tolist()})
-    model, *_ = checkpoints.load_model(reverse_run)
+    model, *_ = weights.load_model(reverse_run)
     expected = sources[:5] + [sources[5][:23] + [1]]  # max_length=24: truncated like files.
     options = DecodeOptions(beam_size=3, extra_length=7)
     want = Decoder(model, options).decode(expected)
@@ -179,11 +182,11 @@ def test_serving_default_translates_text_like_the_decoder(tmp_path, capsys):
     (raw / "train.en").write_text("\n".join(en * 3) + "\n", encoding="utf-8")
     (raw / "train.de").write_text("\n".join(de * 3) + "\n", encoding="utf-8")
     problem = registry.problem("translate_files")
-    datagen.generate(problem, str(data_dir), str(raw), datagen.DatagenOptions(vocab_size=500),
+    datagen.generate(problem, str(data_dir), str(raw), DatagenOptions(vocab_size=500),
                      log=_quiet)
     hparams = registry.hparams("tiny").override(TINY + ",max_length=48")
     trainer.train(problem, hparams, str(out), str(data_dir),
-                  trainer.TrainOptions(train_steps=3, log_every_steps=100),
+                  TrainOptions(train_steps=3, log_every_steps=100),
                   strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=_quiet)
     export_dir = tmp_path / "export"
     assert exporter_cli.main([f"--output_dir={out}", f"--export_dir={export_dir}",
@@ -204,7 +207,7 @@ def test_serving_default_translates_text_like_the_decoder(tmp_path, capsys):
     assert got["odd"][0] == "" and got["odd"][2] == "" and got["odd_scores"][0] == 0.0
 
     # The long line: what the decoder gives for its first max_length - 1 = 47 tokens + EOS.
-    model, *_ = checkpoints.load_model(str(out))
+    model, *_ = weights.load_model(str(out))
     decoder = Decoder(model, DecodeOptions(beam_size=2, extra_length=4))
     tokens = problem.encode(long_line)
     assert len(tokens) > 47
@@ -275,16 +278,24 @@ def test_vocab_files_source_and_target(tmp_path):
     source.write_bytes(b"x")
     target.write_bytes(b"y")
 
-    class Separate:
+    class Separate(Problem):
         name = "separate"
-        source_vocab_file, target_vocab_file = str(source), str(target)
+        examples = encode = decode = None
 
-    class Shared:
+        def vocab_files(self):
+            return str(source), str(target)
+
+    class Shared(Separate):
         name = "shared"
-        vocab_file = str(source)
 
-    class Ids:
+        def vocab_files(self):
+            return (str(source),) * 2
+
+    class Ids(Separate):
         name = "ids"
+
+        def vocab_files(self):
+            return Problem.vocab_files(self)
 
     assert export.vocab_files(Separate()) == (str(source), str(target))
     assert export.vocab_files(Shared()) == (str(source), str(source))

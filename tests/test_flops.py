@@ -5,10 +5,10 @@ import glob
 import pytest
 import tensorflow as tf
 
+from t2t_lite.training.options import EvalOptions, TrainOptions
 from t2t_lite import registry
-from t2t_lite.training import evaluation
 from t2t_lite.training import trainer
-from t2t_lite.runs.checkpoints import build_model
+from t2t_lite.runs.weights import build_model
 from t2t_lite.training.flops import FlopCounter, FlopLedger, compute_dtype, format_flops, matmul_peak
 
 
@@ -59,9 +59,9 @@ def test_ledger_resumes_from_the_restored_step(tmp_path):
 def _train(hparams, output_dir, steps, lines, peak=None):
     return trainer.train(
         registry.problem("algorithmic_reverse"), hparams, str(output_dir),
-        options=trainer.TrainOptions(train_steps=steps, log_every_steps=3,
+        options=TrainOptions(train_steps=steps, log_every_steps=3,
                                      save_checkpoints_steps=3, peak_flops=peak,
-                                     eval=evaluation.EvalOptions(eval_every_steps=0)),
+                                     eval=EvalOptions(eval_every_steps=0)),
         strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=lines.append)
 
 

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from t2t_lite.training.options import EvalOptions, TrainOptions
 from t2t_lite import registry
 from t2t_lite.training.callbacks import CheckpointAveraging, TransformerLearningRate
 from t2t_lite.training.losses import LabelSmoothedCrossEntropy, smoothed_cross_entropy
@@ -124,16 +125,15 @@ def test_dataset_pads_rows_to_a_multiple_of_the_replicas(tiny_hparams):
 
 def test_fit_gives_the_trainers_weights_and_learning_rates(tiny_hparams, tmp_path):
     """Same data, hparams, seed and steps: model.fit + callbacks == t2t_lite's trainer."""
-    from t2t_lite.runs import checkpoints
-    from t2t_lite.training import evaluation
+    from t2t_lite.runs import weights
     from t2t_lite.training import trainer
 
     problem, steps = registry.problem("algorithmic_reverse"), 8
     strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
-    trainer.train(problem, tiny_hparams, str(tmp_path), options=trainer.TrainOptions(
-        train_steps=steps, eval=evaluation.EvalOptions(eval_every_steps=0)),
+    trainer.train(problem, tiny_hparams, str(tmp_path), options=TrainOptions(
+        train_steps=steps, eval=EvalOptions(eval_every_steps=0)),
         strategy=strategy, log=lambda _: None)
-    trained, *_ = checkpoints.load_model(str(tmp_path))
+    trained, *_ = weights.load_model(str(tmp_path))
 
     keras.utils.set_random_seed(1234)  # The trainer's seed, before the model is built.
     model = _compiled(tiny_hparams, strategy, problem, jit_compile=False)  # As the trainer.

@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from t2t_lite import registry
-from t2t_lite.runs import checkpoints
+from t2t_lite.runs import weights
 from t2t_lite.training import trainer
 from t2t_lite.layers.attention import MultiHeadAttention, write_position
 from t2t_lite.layers.config import LayerConfig
@@ -183,14 +183,14 @@ def test_checkpoint_holds_every_weight(tiny_hparams, tmp_path):
     model = Transformer.from_hparams(tiny_hparams, 20)
     optimizer = trainer.make_optimizer(tiny_hparams)
     optimizer.build(model.trainable_variables)  # It references the same variables.
-    path = tf.train.Checkpoint(model=checkpoints.model_weights(model), optimizer=optimizer).save(
+    path = tf.train.Checkpoint(model=weights.model_weights(model), optimizer=optimizer).save(
         str(tmp_path / "ckpt"))
     saved = {k for k, _ in tf.train.list_variables(path) if k.startswith("model/")}
-    assert saved == set(checkpoints.weight_keys(model))
+    assert saved == set(weights.weight_keys(model))
     assert "model/encoder_layer_0-self_attention-query-kernel/.ATTRIBUTES/" \
         "VARIABLE_VALUE" in saved
     other = Transformer.from_hparams(tiny_hparams, 20)
-    tf.train.Checkpoint(model=checkpoints.model_weights(other)).read(path).expect_partial()
+    tf.train.Checkpoint(model=weights.model_weights(other)).read(path).expect_partial()
     for a, b in zip(model.weights, other.weights):
         np.testing.assert_array_equal(np.array(a), np.array(b))
 

@@ -18,9 +18,11 @@ import pytest
 import tensorflow as tf
 from keras import ops
 
+from t2t_lite.training.options import TrainOptions
 from t2t_lite import registry
 from t2t_lite.runs import averaging
 from t2t_lite.runs import checkpoints
+from t2t_lite.runs import weights as run_weights
 from t2t_lite.decoding.decoder import Decoder
 from t2t_lite.decoding.options import DecodeOptions
 from t2t_lite.decoding.search import search
@@ -103,7 +105,7 @@ def bag_run(tmp_path_factory):
     lines = []
     result = trainer.train(
         registry.problem("algorithmic_copy"), registry.hparams("tiny").override(BAG), out,
-        options=trainer.TrainOptions(train_steps=24, save_checkpoints_steps=8,
+        options=TrainOptions(train_steps=24, save_checkpoints_steps=8,
                                      log_every_steps=8),
         strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=lines.append)
     averaged = averaging.average(out, averaging.choose(out, last=3))
@@ -117,11 +119,11 @@ def test_second_model_trains_through_the_registry(bag_run):
     assert checkpoints.list_checkpoints(out) == ["ckpt-8", "ckpt-16", "ckpt-24"]
     with open(os.path.join(out, "hparams.json")) as f:
         assert json.load(f)["model"] == "bag_attention"
-    model, hparams, info, path = checkpoints.load_model(out)
+    model, hparams, info, path = run_weights.load_model(out)
     assert type(model) is BagAttention and hparams.model == "bag_attention"
     assert path.endswith("ckpt-24") and info["target_vocab_size"] == 12
     saved = {k for k, _ in tf.train.list_variables(path) if k.startswith("model/")}
-    assert saved == set(checkpoints.weight_keys(model))
+    assert saved == set(run_weights.weight_keys(model))
     assert "model/source_embedding-embeddings/.ATTRIBUTES/VARIABLE_VALUE" in saved
     assert model.count_params() == 2 * 12 * 16 + 3 * 16 * 16 + 16 * 12 + 12
 
@@ -130,7 +132,7 @@ def test_second_model_averages(bag_run):
     out, _, _ = bag_run
     with open(os.path.join(out, "averaged", "averaged.json")) as f:
         assert json.load(f)["averaged"] == ["ckpt-8", "ckpt-16", "ckpt-24"]
-    weights = [[np.array(w) for w in checkpoints.load_model(out, name)[0].weights]
+    weights = [[np.array(w) for w in run_weights.load_model(out, name)[0].weights]
                for name in ("ckpt-8", "ckpt-16", "ckpt-24", "averaged")]
     assert max(np.abs(a - b).max() for a, b in zip(weights[0], weights[2])) > 1e-4
     for *each, mean in zip(*weights):
@@ -139,7 +141,7 @@ def test_second_model_averages(bag_run):
 
 def test_second_model_decodes_with_its_own_cache(bag_run):
     out, _, _ = bag_run
-    model, *_ = checkpoints.load_model(out, "averaged")
+    model, *_ = run_weights.load_model(out, "averaged")
     sources = _sources()
     greedy = Decoder(model, DecodeOptions(beam_size=1, extra_length=5))
     # Greedy through init_cache/decode_step == argmax of the teacher-forced call
@@ -174,7 +176,7 @@ def test_second_model_exports(bag_run, tmp_path):
     for row, ids in enumerate(sources):
         batch[row, :len(ids)] = ids
     got = loaded.signatures["translate_ids"](inputs=tf.constant(batch))
-    model, *_ = checkpoints.load_model(out, "averaged")
+    model, *_ = run_weights.load_model(out, "averaged")
     want = Decoder(model, DecodeOptions(beam_size=2, extra_length=5)).decode(
         sources)
     assert [strip_ids(row) for row in got["ids"].numpy()] == [best[0][0] for best in want]
@@ -186,16 +188,16 @@ def test_run_dir_refuses_another_model(bag_run):
     hparams = registry.hparams("tiny").override(BAG.replace("bag_attention", "transformer"))
     with pytest.raises(run_dir.RunDirError, match="model: 'bag_attention' -> 'transformer'"):
         trainer.train(registry.problem("algorithmic_copy"), hparams, out,
-                      options=trainer.TrainOptions(train_steps=30),
+                      options=TrainOptions(train_steps=30),
                       strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=lambda _: None)
-    assert checkpoints.load_model(out)[1].model == "bag_attention"  # Nothing overwritten.
+    assert run_weights.load_model(out)[1].model == "bag_attention"  # Nothing overwritten.
 
 
 def test_unknown_model_lists_the_known_ones(tiny_hparams):
     assert {"transformer", "bag_attention"} <= set(registry.list_models())
     assert registry.model("transformer") is Transformer
     with pytest.raises(registry.RegistryError) as info:
-        checkpoints.build_model(tiny_hparams.override("model=transfomer"), 12)
+        run_weights.build_model(tiny_hparams.override("model=transfomer"), 12)
     message = str(info.value)
     assert "unknown model 'transfomer'" in message and "Did you mean 'transformer'?" in message
     assert "bag_attention" in message and "--hparams_overrides=model=NAME" in message
@@ -204,7 +206,7 @@ def test_unknown_model_lists_the_known_ones(tiny_hparams):
 
 def test_shared_embedding_refused_for_separate_vocabularies(tiny_hparams):
     with pytest.raises(HParamsError) as info:
-        checkpoints.build_model(tiny_hparams, 20, 30)
+        run_weights.build_model(tiny_hparams, 20, 30)
     message = str(info.value)
     assert "separate source (20) and target (30) vocabularies" in message
     assert "--hparams_overrides=shared_embedding=false" in message and "\n" not in message
@@ -212,8 +214,8 @@ def test_shared_embedding_refused_for_separate_vocabularies(tiny_hparams):
 
 def test_separate_embeddings_two_matrices_target_tied(tiny_hparams):
     d = tiny_hparams.d_model
-    shared = checkpoints.build_model(tiny_hparams, 20)
-    model = checkpoints.build_model(tiny_hparams.override("shared_embedding=false"), 20, 30)
+    shared = run_weights.build_model(tiny_hparams, 20)
+    model = run_weights.build_model(tiny_hparams.override("shared_embedding=false"), 20, 30)
     embeddings = {w.path.split("/", 1)[1]: tuple(w.shape) for w in model.weights
                   if "embedding" in w.path}
     assert embeddings == {"source_embedding/embeddings": (20, d),
@@ -238,8 +240,8 @@ def test_separate_embeddings_two_matrices_target_tied(tiny_hparams):
 def test_old_run_files_still_load(tiny_hparams, tmp_path):
     out = str(tmp_path)
     run_dir.prepare_run(out, tiny_hparams, "algorithmic_reverse", 12, 12)
-    model = checkpoints.build_model(tiny_hparams, 12)
-    tf.train.Checkpoint(model=checkpoints.model_weights(model)).write(os.path.join(out, "ckpt"))
+    model = run_weights.build_model(tiny_hparams, 12)
+    tf.train.Checkpoint(model=run_weights.model_weights(model)).write(os.path.join(out, "ckpt"))
     with open(os.path.join(out, "checkpoint"), "w") as f:
         f.write('model_checkpoint_path: "ckpt"\nall_model_checkpoint_paths: "ckpt"\n')
     with open(os.path.join(out, "problem.json")) as f:
@@ -251,7 +253,7 @@ def test_old_run_files_still_load(tiny_hparams, tmp_path):
         json.dump(saved, f)
     with open(os.path.join(out, "problem.json"), "w") as f:
         json.dump({"problem": "algorithmic_reverse", "vocab_size": 12, "data_dir": None}, f)
-    loaded, hparams, info, _ = checkpoints.load_model(out)
+    loaded, hparams, info, _ = run_weights.load_model(out)
     assert hparams == tiny_hparams and type(loaded) is Transformer
     assert (info["source_vocab_size"], info["target_vocab_size"]) == (12, 12)
     for a, b in zip(model.weights, loaded.weights):
@@ -276,7 +278,7 @@ class _ReverseSeparate(AlgorithmicReverse):
 
 def test_separate_vocabularies_train_after_a_refused_start(tiny_hparams, tmp_path):
     out, problem = str(tmp_path), _ReverseSeparate()
-    options = trainer.TrainOptions(train_steps=4, log_every_steps=100)
+    options = TrainOptions(train_steps=4, log_every_steps=100)
     strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
     with pytest.raises(HParamsError, match="shared_embedding=false"):
         trainer.train(problem, tiny_hparams, out, options=options, strategy=strategy,
@@ -285,7 +287,7 @@ def test_separate_vocabularies_train_after_a_refused_start(tiny_hparams, tmp_pat
     hparams = tiny_hparams.override("shared_embedding=false")
     trainer.train(problem, hparams, out, options=options, strategy=strategy,
                   log=lambda _: None)
-    model, _, info, _ = checkpoints.load_model(out)
+    model, _, info, _ = run_weights.load_model(out)
     assert (info["source_vocab_size"], info["target_vocab_size"]) == (12, 15)
     assert (model.source_vocab_size, model.target_vocab_size) == (12, 15)
     ids, scores = search(model, tf.constant([[3, 4, 5, 1]], tf.int32), 2, 0.6, 6)

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from t2t_lite.runs import checkpoints
+from t2t_lite.runs import weights
 from t2t_lite.training import cluster
 
 # dropout 0: every process computes exactly the same function.
@@ -66,12 +67,12 @@ def _single_process(output_dir, steps):
     env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
     subprocess.run(_command(output_dir, steps, 2 * PER_REPLICA_TOKENS), env=env, check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
-    model, *_ = checkpoints.load_model(str(output_dir))
+    model, *_ = weights.load_model(str(output_dir))
     return [np.array(w) for w in model.weights]
 
 
 def _assert_same_weights(output_dir, expected):
-    model, *_ = checkpoints.load_model(str(output_dir))
+    model, *_ = weights.load_model(str(output_dir))
     for a, b in zip([np.array(w) for w in model.weights], expected):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
 

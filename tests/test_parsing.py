@@ -12,11 +12,12 @@ import tensorflow as tf
 from conftest import DATA, needs_data
 
 from t2t_lite import registry
-from t2t_lite.runs import checkpoints
+from t2t_lite.runs import weights
 from t2t_lite.decoding.options import DecodeOptions
 from t2t_lite.decoding.splits import decode_split
 from t2t_lite.parsing import ptb
-from t2t_lite.data.datagen import DatagenOptions, generate
+from t2t_lite.data.datagen import generate
+from t2t_lite.data.options import DatagenOptions
 from t2t_lite.metrics.evalb import EvalbF1
 from t2t_lite.problems.parsing import find_splits
 
@@ -135,7 +136,7 @@ def test_trainer_starts_with_the_parsing_set_on_the_wsj_layout(parsing_run):
     problem.set_data_dir(data)
     assert problem.source_vocab.model_type == "word"  # The default: one id per word.
     assert len(problem.encode("the Zebras fed 42 birds .")) == 6
-    hparams = checkpoints.load_model(out)[1]
+    hparams = weights.load_model(out)[1]
     assert (hparams.num_layers, hparams.d_model, hparams.beam_size, hparams.alpha,
             hparams.extra_length) == (4, 1024, 21, 0.3, 300)
     with open(os.path.join(data, "wsj_parsing.datagen.json")) as f:
@@ -216,7 +217,7 @@ def test_constrained_search_never_builds_an_invalid_tree_on_held_out_sentences(
     hparams = registry.hparams("parsing_small").override(
         "num_layers=1,d_model=32,d_ff=64,num_heads=2,dropout_rate=0.0")
     tf.keras.utils.set_random_seed(beam_size)
-    model = checkpoints.build_model(hparams, problem.source_vocab_size,
+    model = weights.build_model(hparams, problem.source_vocab_size,
                                     problem.target_vocab_size)
     options = DecodeOptions(beam_size=beam_size, alpha=0.3, extra_length=5,
                                      return_beams=True, constraint=problem.decode_constraint())

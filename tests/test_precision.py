@@ -13,10 +13,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from t2t_lite.training.options import TrainOptions
 from t2t_lite import registry
 from t2t_lite.runs import checkpoints
+from t2t_lite.runs import weights
 from t2t_lite.training import trainer
-from t2t_lite.training.evaluation import EvalOptions
+from t2t_lite.training.options import EvalOptions
 from t2t_lite.hparams import HParams, HParamsError
 from t2t_lite.training.losses import smoothed_cross_entropy_sums
 from t2t_lite.runs.run_dir import RunDirError
@@ -40,7 +42,7 @@ def _build(hparams, strategy, scaled=None, runner=StepRunner):
     """Model, optimizer (wrapped in a LossScaleOptimizer with `scaled` kwargs) and runner."""
     keras.utils.set_random_seed(1234)
     with strategy.scope():
-        model = checkpoints.build_model(hparams, VOCAB)
+        model = weights.build_model(hparams, VOCAB)
         optimizer = trainer.make_optimizer(hparams)
         if scaled is not None:
             optimizer = keras.optimizers.LossScaleOptimizer(optimizer, **scaled)
@@ -86,7 +88,7 @@ def test_precision_hparam_and_its_old_spelling():
 def test_mixed_policies_compute_low_keep_variables_logits_and_loss_float32(
         tiny_hparams, policy):
     hparams = tiny_hparams.override(f"precision={policy}")
-    model = checkpoints.build_model(hparams, VOCAB)
+    model = weights.build_model(hparams, VOCAB)
     assert keras.config.dtype_policy().name == "float32"  # Nothing global changed.
     assert model.dtype_policy.name == policy
     attention = model.encoder_layers[0].self_attention
@@ -195,7 +197,7 @@ def _train(hparams, output_dir, steps):
     lines = []
     result = trainer.train(
         registry.problem("algorithmic_reverse"), hparams, str(output_dir),
-        options=trainer.TrainOptions(train_steps=steps, log_every_steps=1,
+        options=TrainOptions(train_steps=steps, log_every_steps=1,
                                      eval=EvalOptions(eval_every_steps=0)),
         strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=lines.append)
     return result, lines
@@ -218,9 +220,9 @@ def test_training_gives_finite_losses_and_a_checkpoint_that_loads(
         assert reader.get_tensor(scale_key) < 2.0 ** 15
     else:
         assert not reader.has_tensor(scale_key)  # No loss scaling in bfloat16.
-    model, hparams, _, _ = checkpoints.load_model(str(tmp_path))
+    model, hparams, _, _ = weights.load_model(str(tmp_path))
     assert hparams.dtype_policy == model.dtype_policy.name == policy
-    for key, weight in checkpoints.weight_keys(model).items():
+    for key, weight in weights.weight_keys(model).items():
         saved = reader.get_tensor(key)
         assert np.all(np.isfinite(saved))
         np.testing.assert_array_equal(np.array(weight.numpy()), saved)

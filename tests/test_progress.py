@@ -2,13 +2,14 @@
 
 import tensorflow as tf
 
+from t2t_lite.training.options import EvalOptions, TrainOptions
 from t2t_lite import registry
-from t2t_lite.training import evaluation
+from t2t_lite.progress import TrainProgress
 from t2t_lite.training import trainer
 
 
 def test_eta_from_the_last_window(tmp_path):
-    progress = trainer._Progress(str(tmp_path), total_steps=100, first_step=10, log=print)
+    progress = TrainProgress(str(tmp_path), total_steps=100, first_step=10, log=print)
     progress.window_step = 10
     assert progress.eta(20, elapsed=5.0) == "0m40s"  # 80 steps left at 2 steps/s.
     assert progress.eta(20, elapsed=500.0) == "1h06m"  # 80 steps at 50 s each: 4000 s.
@@ -18,8 +19,8 @@ def test_eta_from_the_last_window(tmp_path):
 def _train(tiny_hparams, out, bar, lines):
     return trainer.train(
         registry.problem("algorithmic_reverse"), tiny_hparams, str(out),
-        options=trainer.TrainOptions(train_steps=6, log_every_steps=3, progress_bar=bar,
-                                     eval=evaluation.EvalOptions(eval_every_steps=0)),
+        options=TrainOptions(train_steps=6, log_every_steps=3, progress_bar=bar,
+                                     eval=EvalOptions(eval_every_steps=0)),
         strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=lines.append)
 
 

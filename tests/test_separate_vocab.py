@@ -8,6 +8,8 @@ import os
 import pytest
 from conftest import data_file
 
+from t2t_lite.data.options import DatagenOptions
+from t2t_lite.training.options import EvalOptions, TrainOptions
 from t2t_lite import registry
 from t2t_lite.data import datagen
 from t2t_lite.bin import datagen as datagen_cli
@@ -18,7 +20,7 @@ from t2t_lite.registry import register_problem
 from t2t_lite.data.text_encoder import DataError, normalize
 
 NAME = "test_separate_vocab_files"
-SIZES = datagen.DatagenOptions(source_vocab_size=420, target_vocab_size=480, shard_size=100)
+SIZES = DatagenOptions(source_vocab_size=420, target_vocab_size=480, shard_size=100)
 
 
 @register_problem(NAME)
@@ -123,7 +125,7 @@ def test_rerun_reuses_both_and_refuses_per_vocabulary(raw, tmp_path):
     assert [s.shards_skipped for s in again.splits] == [3, 1]
     assert _snapshot(data_dir) == before
     with pytest.raises(DataError, match=f"vocab.{NAME}.source.model has 420 pieces, not the 500"):
-        _generate(problem, raw, data_dir, datagen.DatagenOptions(source_vocab_size=500,
+        _generate(problem, raw, data_dir, DatagenOptions(source_vocab_size=500,
                                                                  target_vocab_size=480))
     os.remove(data_dir / f"vocab.{NAME}.target.model")
     with pytest.raises(DataError, match=f"shards but not their vocabulary .*{NAME}.target.model"):
@@ -139,13 +141,13 @@ def test_rerun_reuses_both_and_refuses_per_vocabulary(raw, tmp_path):
 
 def test_sizes_from_the_problem_then_flags(raw, tmp_path):
     summary = _generate(SeparateWithDefaults(), raw, tmp_path / "a",
-                        datagen.DatagenOptions(vocab_size=999, shard_size=100))
+                        DatagenOptions(vocab_size=999, shard_size=100))
     assert [(v.side, v.size) for v in summary.vocabs] == [("source", 400), ("target", 460)]
     summary = _generate(SeparateWithDefaults(), raw, tmp_path / "b",
-                        datagen.DatagenOptions(target_vocab_size=440, shard_size=100))
+                        DatagenOptions(target_vocab_size=440, shard_size=100))
     assert [(v.side, v.size) for v in summary.vocabs] == [("source", 400), ("target", 440)]
     summary = _generate(registry.problem(NAME), raw, tmp_path / "c",
-                        datagen.DatagenOptions(vocab_size=430, shard_size=100))
+                        DatagenOptions(vocab_size=430, shard_size=100))
     assert [(v.side, v.size) for v in summary.vocabs] == [("source", 430), ("target", 430)]
 
 
@@ -161,7 +163,7 @@ def test_cli_flags(raw, tmp_path, capsys):
 def test_shared_problem_keeps_one_vocabulary(raw, tmp_path, capsys):
     data_dir = tmp_path / "data"
     summary = _generate(registry.problem("translate_files"), raw, data_dir,
-                        datagen.DatagenOptions(vocab_size=450, shard_size=100))
+                        DatagenOptions(vocab_size=450, shard_size=100))
     assert [(v.side, v.size) for v in summary.vocabs] == [("shared", 450)]
     assert sorted(n for n in os.listdir(data_dir) if n.startswith("vocab.")) == [
         "vocab.translate_files.model", "vocab.translate_files.vocab"]
@@ -188,8 +190,7 @@ def test_train_decode_export_with_separate_vocabularies(raw, tmp_path, capsys):
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (registers the SentencePiece op for loading)
 
-    from t2t_lite.runs import checkpoints
-    from t2t_lite.training import evaluation
+    from t2t_lite.runs import weights
     from t2t_lite.training import trainer
     from t2t_lite.bin import decoder as decoder_cli
     from t2t_lite.bin import exporter as exporter_cli
@@ -200,7 +201,7 @@ def test_train_decode_export_with_separate_vocabularies(raw, tmp_path, capsys):
     _generate(problem, raw, data_dir)
     hparams = registry.hparams("tiny").override(
         "num_layers=1,d_model=32,d_ff=64,num_heads=2,batch_size=512,max_length=64")
-    options = trainer.TrainOptions(train_steps=3, log_every_steps=100, eval=evaluation.EvalOptions(
+    options = TrainOptions(train_steps=3, log_every_steps=100, eval=EvalOptions(
         eval_every_steps=3, eval_examples=16, eval_decode_examples=8))
     strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
     with pytest.raises(HParamsError, match="shared_embedding=false"):
@@ -208,7 +209,7 @@ def test_train_decode_export_with_separate_vocabularies(raw, tmp_path, capsys):
     result = trainer.train(problem, hparams.override("shared_embedding=false"), str(out),
                            str(data_dir), options, strategy, log=print)
     assert [s.name for s in result.dev.scores] == ["sacrebleu", "bleu_tokenized"]
-    model, *_ = checkpoints.load_model(str(out))
+    model, *_ = weights.load_model(str(out))
     assert (model.source_vocab_size, model.target_vocab_size) == (420, 480)
 
     lines = _lines(raw / "dev.en")[:6]

@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from t2t_lite.training.options import TrainOptions
 from t2t_lite import registry
 from t2t_lite.runs import checkpoints
+from t2t_lite.runs import weights
 from t2t_lite.training import trainer
 from t2t_lite.bin import trainer as trainer_cli
 from t2t_lite.runs.run_dir import RunDirError
@@ -26,13 +28,13 @@ def _train(hparams, output_dir, steps, **options):
     lines = []
     result = trainer.train(
         registry.problem("algorithmic_reverse"), hparams, str(output_dir),
-        options=trainer.TrainOptions(train_steps=steps, **options),
+        options=TrainOptions(train_steps=steps, **options),
         strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=lines.append)
     return result, lines
 
 
 def _weights(output_dir):
-    model, *_ = checkpoints.load_model(str(output_dir))
+    model, *_ = weights.load_model(str(output_dir))
     return [np.array(w) for w in model.weights]
 
 

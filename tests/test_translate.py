@@ -9,6 +9,8 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 from conftest import DATA, needs_data
 
+from t2t_lite.data.options import DatagenOptions
+from t2t_lite.training.options import TrainOptions
 from t2t_lite import registry
 from t2t_lite.data import datagen
 from t2t_lite.runs import run_dir
@@ -43,7 +45,7 @@ def _quiet(_):
 def test_multi30k(tmp_path):
     problem = registry.problem("multi30k_ende")
     raw = os.path.join(DATA, "multi30k")
-    summary = datagen.generate(problem, str(tmp_path), raw, datagen.DatagenOptions(
+    summary = datagen.generate(problem, str(tmp_path), raw, DatagenOptions(
         vocab_size=2000, vocab_sample_size=5000), log=_quiet)
     assert [(s.split, s.written, s.skipped_empty) for s in summary.splits] == [
         ("train", 29_000, 0), ("dev", 1014, 0), ("test", 1000, 0)]
@@ -68,7 +70,7 @@ def test_wmt_raw_dir_layouts(tmp_path):
     for lang in ("en", "de"):
         os.symlink(f"{WMT14}/newstest2013.{lang}", f"{raw}/newstest2013.{lang}")
     problem = registry.problem("wmt_ende")
-    options = datagen.DatagenOptions(vocab_size=1000)
+    options = DatagenOptions(vocab_size=1000)
     summary = datagen.generate(problem, str(tmp_path / "a"), str(raw), options, log=_quiet)
     assert [(s.split, s.pairs) for s in summary.splits] == [("train", 300), ("dev", 3000)]
     # train.en/train.de, when present, are the whole training set; newstest2014 is test.
@@ -122,7 +124,7 @@ def test_tensorflow_datasets_path(name, builder, config, target, files, tmp_path
 
     problem = registry.problem(name)
     with tfds.testing.mock_data(as_dataset_fn=as_dataset):
-        summary = datagen.generate(problem, str(tmp_path / "data"), None, datagen.DatagenOptions(
+        summary = datagen.generate(problem, str(tmp_path / "data"), None, DatagenOptions(
             vocab_size=1000, tfds_dir=str(tmp_path / "tfds")), log=_quiet)
     assert hosts == ["www.statmt.org"]
     assert {(b, c) for b, c, _ in asked} == {(builder, config)}
@@ -157,7 +159,7 @@ def test_offline_download_fails_with_one_clear_message(tmp_path, monkeypatch, ca
     monkeypatch.setattr(tfds.core.DatasetBuilder, "download_and_prepare", download_fails)
     with pytest.raises(ProblemError, match="could not download .*ConnectionError.*--raw_dir"):
         datagen.generate(registry.problem("wmt_enfr"), str(tmp_path / "data"), None,
-                         datagen.DatagenOptions(tfds_dir=str(tmp_path / "tfds")), log=_quiet)
+                         DatagenOptions(tfds_dir=str(tmp_path / "tfds")), log=_quiet)
     assert not os.path.exists(tmp_path / "data")
 
 
@@ -178,7 +180,7 @@ def test_problem_needs_its_data_dir(tmp_path, capsys):
 
 
 def test_languages_fixed_for_wmt(tmp_path):
-    options = datagen.DatagenOptions(source_lang="de", target_lang="en")
+    options = DatagenOptions(source_lang="de", target_lang="en")
     with pytest.raises(ProblemError, match="wmt_ende translates en -> de"):
         datagen.generate(registry.problem("wmt_ende"), str(tmp_path), str(tmp_path), options)
 
@@ -188,10 +190,10 @@ def test_trainer_and_decoder_find_the_vocabulary(tmp_path):
     _write(f"{raw}/train.en", _lines(f"{WMT14}/newstest2013.en", 0, 200))
     _write(f"{raw}/train.de", _lines(f"{WMT14}/newstest2013.de", 0, 200))
     datagen.generate(registry.problem("translate_files"), str(data_dir), str(raw),
-                     datagen.DatagenOptions(vocab_size=600), log=_quiet)
+                     DatagenOptions(vocab_size=600), log=_quiet)
     hparams = registry.hparams("tiny").override(TINY)
     trainer.train(registry.problem("translate_files"), hparams, str(out), str(data_dir),
-                  trainer.TrainOptions(train_steps=1, log_every_steps=100),
+                  TrainOptions(train_steps=1, log_every_steps=100),
                   strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=_quiet)
     _, info = run_dir.read_run(str(out))
     assert (info["problem"], info["source_vocab_size"], info["target_vocab_size"],

@@ -14,9 +14,9 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from t2t_lite.training.options import EvalOptions, TrainOptions
 from t2t_lite import registry  # noqa: E402
-from t2t_lite.pictures import attention_html
-from t2t_lite.training import evaluation
+from t2t_lite.pictures import attention, attention_html, attention_png
 from t2t_lite.pictures import plot
 from t2t_lite.training import trainer
 from t2t_lite.pictures import visualize
@@ -35,9 +35,9 @@ def run_dir(tmp_path_factory):
         "dropout_rate=0.0,num_layers=2,d_model=32,d_ff=64,num_heads=2,batch_size=256")
     trainer.train(
         registry.problem("algorithmic_reverse"), hparams, output_dir,
-        options=trainer.TrainOptions(
+        options=TrainOptions(
             train_steps=6, save_checkpoints_steps=3, log_every_steps=2,
-            eval=evaluation.EvalOptions(eval_every_steps=3, eval_examples=16,
+            eval=EvalOptions(eval_every_steps=3, eval_examples=16,
                                         eval_decode_examples=8, eval_batch_size=8)),
         strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=lambda line: None)
     return output_dir
@@ -104,9 +104,9 @@ def test_png_labels_do_not_overlap_for_30_tokens():
     source = [f"\u2581word{i}" for i in range(29)] + ["</s>"]
     target = [f"\u2581Wort{i}" for i in range(29)] + ["</s>"]
     weights = {kind: rng.dirichlet(np.ones(30), size=(1, 2, 30)).astype(np.float32)
-               for kind in visualize.KINDS}
-    maps = visualize.AttentionMaps(source, target, weights)
-    figure = visualize.attention_figure(maps, "30 tokens")
+               for kind in attention.KINDS}
+    maps = attention.AttentionMaps(source, target, weights)
+    figure = attention_png.attention_figure(maps, "30 tokens")
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     canvas = FigureCanvasAgg(figure)
@@ -147,11 +147,11 @@ def test_visualize_writes_png_and_html(run_dir, tmp_path, capsys):
 
 
 def test_html_page_matches_the_maps(run_dir):
-    from t2t_lite.runs import checkpoints
+    from t2t_lite.runs import weights
 
-    model, hparams, _, _ = checkpoints.load_model(run_dir)
+    model, hparams, _, _ = weights.load_model(run_dir)
     problem = registry.problem("algorithmic_reverse")
-    maps = visualize.sentence_maps(problem, model, hparams, "2 7 1")
+    maps = attention.sentence_maps(problem, model, hparams, "2 7 1")
     assert maps.source == ["2", "7", "1", "</s>"] and maps.target[-1] == "</s>"
     data = attention_html.page_data(maps)
     np.testing.assert_allclose(np.array(data["kinds"]["encoder"]["weights"]),
@@ -185,6 +185,27 @@ def test_bad_input_is_one_line(run_dir, capsys):
     assert visualize_cli.main(["--output_dir", run_dir, "--input", "x y"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "not a symbol" in err[0]
+
+
+def test_data_dir_override_reaches_the_problem(run_dir, tmp_path, monkeypatch, capsys):
+    from t2t_lite.problems.base import Problem
+
+    seen = []
+    original = Problem.set_data_dir
+
+    def recording(self, data_dir):
+        seen.append((self.name, data_dir))
+        return original(self, data_dir)
+
+    monkeypatch.setattr(Problem, "set_data_dir", recording)
+    elsewhere = str(tmp_path / "elsewhere")
+    html = str(tmp_path / "attention.html")
+    assert visualize_cli.main(["--output_dir", run_dir, "--input", "3 1 4",
+                               "--data_dir", elsewhere, "--output_file", html]) == 0
+    assert seen == [("algorithmic_reverse", elsewhere)]
+    seen.clear()
+    visualize.visualize(run_dir, "3 1 4", output_file=html)  # The run's own: none here.
+    assert seen == [("algorithmic_reverse", None)]
 
 
 @pytest.mark.slow

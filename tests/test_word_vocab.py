@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from t2t_lite.data.options import DatagenOptions
 from t2t_lite.data import datagen
 from t2t_lite.serving import export
 from t2t_lite.bin import datagen as datagen_cli
@@ -122,8 +123,8 @@ def test_datagen_source_vocab_type(raw, tmp_path, capsys):
 def test_source_vocab_type_needs_separate_vocabularies(raw, tmp_path):
     with pytest.raises(DataError, match="shares one vocabulary.*--source_vocab_type"):
         datagen.generate(TranslateFiles(), str(tmp_path / "d"), str(raw),
-                         datagen.DatagenOptions(source_vocab_type="word"), log=lambda _: None)
+                         DatagenOptions(source_vocab_type="word"), log=lambda _: None)
     with pytest.raises(DataError, match="--source_vocab_type must be one of bpe, word"):
         datagen.generate(WordSourceFiles(), str(tmp_path / "d"), str(raw),
-                         datagen.DatagenOptions(source_vocab_type="char"), log=lambda _: None)
+                         DatagenOptions(source_vocab_type="char"), log=lambda _: None)
 

@@ -1,19 +1,24 @@
-"""What every t2t_lite command shares: quiet TensorFlow start-up, one-line errors.
+"""What every t2t_lite command shares: quiet TensorFlow start-up, one-line errors, defaults.
 
 Without `--verbose`, TensorFlow's start-up chatter (absl's "All log messages
 before absl::InitializeLog()", oneDNN notices, "Could not find cuda drivers",
 "failed call to cuInit" on a machine without a GPU) and its Python warnings are
 kept out of the user's way; real errors still show. `-v/--verbose` shows it all.
+An error a user can cause (`t2t_lite.errors.UserError`) becomes one line and exit
+code 2. A flag's default is its options dataclass field's (`field_default`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import re
 import sys
 import tempfile
-from typing import Callable
+from typing import Any, Callable
+
+from t2t_lite.errors import UserError
 
 # Before TensorFlow is imported: keep its info/warning start-up lines out of
 # the user's way (errors still show).
@@ -71,27 +76,40 @@ def start_tensorflow(verbose: bool = False) -> None:
     absl.logging.set_verbosity(absl.logging.ERROR)
 
 
-def user_errors() -> tuple[type, ...]:
-    """Exceptions a user can cause; each becomes one line and exit code 2."""
-    from t2t_lite.runs.checkpoints import CheckpointError
-    from t2t_lite.training.cluster import ClusterError
-    from t2t_lite.hparams.hparams import HParamsError
-    from t2t_lite.metrics.base import MetricError
-    from t2t_lite.problems.base import ProblemError
-    from t2t_lite.registry import RegistryError
-    from t2t_lite.runs.run_dir import RunDirError
-    from t2t_lite.data.text_encoder import DataError
+def field_default(cls, name: str) -> Any:
+    """The default of the dataclass `cls`'s field `name`: a flag's default, set once.
 
-    return (CheckpointError, ClusterError, DataError, HParamsError, MetricError, ProblemError,
-            RegistryError, RunDirError, FileNotFoundError, UnicodeDecodeError)
+    Raises:
+      TypeError: `cls` has no such field, or the field has no plain default.
+    """
+    for field in dataclasses.fields(cls):
+        if field.name == name:
+            if field.default is dataclasses.MISSING:
+                raise TypeError(f"{cls.__name__}.{name} has no plain default")
+            return field.default
+    raise TypeError(f"{cls.__name__} has no field {name!r}")
 
 
-def run(prog: str, main: Callable[[], int | None], verbose: bool = False) -> int:
-    """Runs `main`, turning user errors into `prog: error: message` and exit 2."""
+# What a user can cause, each one line and exit code 2: the package's own errors,
+# and a file that is missing or not UTF-8.
+USER_ERRORS = (UserError, FileNotFoundError, UnicodeDecodeError)
+
+
+def run(prog: str, main: Callable[[], int | None], verbose: bool = False,
+        tensorflow: bool = True) -> int:
+    """Runs `main`, turning user errors into `prog: error: message` and exit 2.
+
+    Args:
+      prog: the command's name, the start of its error line.
+      main: the command's work; returns its exit code (None: 0).
+      verbose: `-v/--verbose`: TensorFlow's start-up lines and warnings shown.
+      tensorflow: start TensorFlow first (quietly); False for a command without it.
+    """
     try:
-        start_tensorflow(verbose)
+        if tensorflow:
+            start_tensorflow(verbose)
         return main() or 0
-    except user_errors() as e:
+    except USER_ERRORS as e:
         message = str(e) if not isinstance(e, FileNotFoundError) else \
             f"{e.filename}: file not found"
         print(f"{prog}: error: {message}", file=sys.stderr)

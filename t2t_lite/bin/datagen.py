@@ -31,6 +31,7 @@ import argparse
 import sys
 
 from t2t_lite.bin import common
+from t2t_lite.data.options import VOCAB_TYPES, DatagenOptions
 
 
 def parse_args(argv=None):
@@ -49,14 +50,15 @@ def parse_args(argv=None):
                              "else --vocab_size)")
     parser.add_argument("--target_vocab_size", type=int, default=None,
                         help="pieces in the target vocabulary (likewise)")
-    parser.add_argument("--source_vocab_type", choices=("bpe", "word"), default=None,
+    parser.add_argument("--source_vocab_type", choices=VOCAB_TYPES, default=None,
                         help="separate vocabularies: bpe (subwords) or word (one piece per "
                              "word, unknown words as classes of their shape and suffix); "
                              "default: the problem's (bpe; word for wsj_parsing)")
     parser.add_argument("--vocab_sample_size", type=int, default=None,
                         help="training pairs sampled to learn the vocabulary")
     parser.add_argument("--shard_size", type=int, default=None, help="pairs per shard")
-    parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--seed", type=int, default=common.field_default(DatagenOptions, "seed"),
+                        help="of the vocabulary sample and the shuffle (default: %(default)s)")
     parser.add_argument("--tfds_dir", default=None,
                         help="tensorflow-datasets data_dir for downloads")
     common.add_verbose_flag(parser)
@@ -71,7 +73,7 @@ def main(argv=None) -> int:
         from t2t_lite.data import datagen
 
         problem = registry.problem(args.problem)
-        options = datagen.DatagenOptions(
+        options = DatagenOptions(
             vocab_size=args.vocab_size, source_vocab_size=args.source_vocab_size,
             target_vocab_size=args.target_vocab_size,
             source_vocab_type=args.source_vocab_type, vocab_sample_size=args.vocab_sample_size,

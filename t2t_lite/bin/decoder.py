@@ -19,6 +19,7 @@ import sys
 import time
 
 from t2t_lite.bin import common
+from t2t_lite.decoding.options import DecodeOptions
 
 
 def parse_args(argv=None):
@@ -31,11 +32,13 @@ def parse_args(argv=None):
     parser.add_argument("--decode_from_file", default=None)
     parser.add_argument("--decode_to_file", default=None)
     parser.add_argument("--decode_interactive", action="store_true")
-    parser.add_argument("--beam_size", type=int, default=None)
-    parser.add_argument("--alpha", type=float, default=None)
-    parser.add_argument("--extra_length", type=int, default=None)
+    for flag, kind in (("beam_size", int), ("alpha", float), ("extra_length", int)):
+        parser.add_argument(f"--{flag}", type=kind, default=None,
+                            help="default: the run's hparams")
     parser.add_argument("--return_beams", action="store_true")
-    parser.add_argument("--batch_size", type=int, default=64, help="sentences per batch")
+    parser.add_argument("--batch_size", type=int,
+                        default=common.field_default(DecodeOptions, "batch_size"),
+                        help="sentences per batch (default: %(default)s)")
     parser.add_argument("--jit", action="store_true", help="compile decoding with XLA")
     parser.add_argument("--unconstrained", action="store_true",
                         help="search without the problem's output constraint (wsj_parsing: "
@@ -71,22 +74,13 @@ def _decode_split(args, problem, model, options):
         print(score.line)
 
 
-def _remove_stale_temporaries(path):
-    """Deletes the `.NAME.tmp-*` a killed earlier decode to `path` left beside it."""
+def _decode_lines(args, problem, model, hparams, options):
     import glob
     import os
 
-    from t2t_lite.atomic import temporaries
-
-    directory, name = os.path.split(os.path.abspath(path))
-    for stale in temporaries(directory, glob.escape(name)):
-        os.remove(stale)
-
-
-def _decode_lines(args, problem, model, hparams, options):
+    from t2t_lite import atomic
     from t2t_lite.decoding.splits import decode_lines
     from t2t_lite.decoding.text_io import read_references, read_source_lines, split_source_text
-    from t2t_lite.runs import run_dir
 
     warn = lambda message: print(f"warning: {message}", file=sys.stderr)  # noqa: E731
     if args.decode_interactive:
@@ -104,9 +98,10 @@ def _decode_lines(args, problem, model, hparams, options):
     else:
         text = "\n".join(beams[0][0] for beams in results)
     if args.decode_to_file:
-        _remove_stale_temporaries(args.decode_to_file)
+        directory, name = os.path.split(os.path.abspath(args.decode_to_file))
+        atomic.remove_temporaries(directory, glob.escape(name))  # A killed decode's.
         try:  # Atomic: a full disk or a kill leaves the old file or none, never half.
-            run_dir.atomic_write_text(args.decode_to_file, text + "\n" if results else "")
+            atomic.write_text(args.decode_to_file, text + "\n" if results else "")
         except OSError as e:
             from t2t_lite.data.text_encoder import DataError
 
@@ -125,29 +120,21 @@ def main(argv=None) -> int:
     args = parse_args(argv)
 
     def run():
-        from t2t_lite import registry
-        from t2t_lite.runs import checkpoints
-        from t2t_lite.decoding.options import DecodeOptions
-        from t2t_lite.metrics import MetricError
-        from t2t_lite.problems.base import ProblemError
+        from t2t_lite.runs.load import load_run
 
-        model, hparams, info, path = checkpoints.load_model(args.output_dir, args.checkpoint)
-        problem = registry.problem(info["problem"])
-        problem.set_data_dir(args.data_dir or info.get("data_dir"))
+        loaded = load_run(args.output_dir, args.checkpoint, args.data_dir)
+        problem, model, hparams = loaded.problem, loaded.model, loaded.hparams
         options = DecodeOptions.from_hparams(
             hparams, beam_size=args.beam_size, alpha=args.alpha,
             extra_length=args.extra_length, batch_size=args.batch_size,
             return_beams=args.return_beams or None, jit_compile=args.jit or None,
             constraint=None if args.unconstrained else problem.decode_constraint())
         constrained = "" if options.constraint is None else ", constrained search"
-        print(f"decoding with {path}{constrained}", file=sys.stderr)
-        try:
-            if args.decode_from_file or args.decode_interactive:
-                _decode_lines(args, problem, model, hparams, options)
-            else:
-                _decode_split(args, problem, model, options)
-        except MetricError as e:  # A metric that cannot score this output: one line.
-            raise ProblemError(str(e)) from None
+        print(f"decoding with {loaded.checkpoint}{constrained}", file=sys.stderr)
+        if args.decode_from_file or args.decode_interactive:
+            _decode_lines(args, problem, model, hparams, options)
+        else:
+            _decode_split(args, problem, model, options)
 
     return common.run("t2t_lite-decoder", run, args.verbose)
 

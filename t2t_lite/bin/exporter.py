@@ -29,9 +29,10 @@ def parse_args(argv=None):
     parser.add_argument("--checkpoint", default=None,
                         help="e.g. ckpt-1200 or averaged (default newest)")
     parser.add_argument("--data_dir", default=None, help="default: the run's data_dir")
-    parser.add_argument("--beam_size", type=int, default=None)
-    parser.add_argument("--alpha", type=float, default=None)
-    parser.add_argument("--extra_length", type=int, default=None)
+    parser.add_argument("--beam_size", type=int, default=None, help="default: the run's hparams")
+    parser.add_argument("--alpha", type=float, default=None, help="default: the run's hparams")
+    parser.add_argument("--extra_length", type=int, default=None,
+                        help="default: the run's hparams")
     common.add_verbose_flag(parser)
     return parser.parse_args(argv)
 
@@ -43,14 +44,9 @@ def main(argv=None) -> int:
         from t2t_lite.serving import export
 
         log = lambda message: print(message, file=sys.stderr)  # noqa: E731
-        try:
-            result = export.export(
-                args.output_dir, args.export_dir, args.checkpoint, beam_size=args.beam_size,
-                alpha=args.alpha, extra_length=args.extra_length, data_dir=args.data_dir,
-                log=log)
-        except export.ExportError as e:
-            print(f"t2t_lite-exporter: error: {e}", file=sys.stderr)
-            return 2
+        result = export.export(
+            args.output_dir, args.export_dir, args.checkpoint, beam_size=args.beam_size,
+            alpha=args.alpha, extra_length=args.extra_length, data_dir=args.data_dir, log=log)
         log(f"exported {result.checkpoint} in {result.seconds:.1f} s, "
             f"{result.size_bytes / 2**20:.1f} MiB")
         if "serving_default" in result.signatures:

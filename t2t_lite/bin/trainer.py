@@ -19,9 +19,15 @@ must see (README "Training on several machines").
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 
 from t2t_lite.bin import common
+from t2t_lite.training.options import EvalOptions, TrainOptions
+
+# Each flag's default is its field's; "(default: N)" in --help comes from there too.
+_train = functools.partial(common.field_default, TrainOptions)
+_eval = functools.partial(common.field_default, EvalOptions)
 
 
 def parse_args(argv=None):
@@ -33,25 +39,37 @@ def parse_args(argv=None):
                         help='e.g. "dropout_rate=0.3,num_layers=4" (typed, checked)')
     parser.add_argument("--output_dir", required=True, help="checkpoints and logs")
     parser.add_argument("--data_dir", default=None, help="t2t_lite-datagen output")
-    parser.add_argument("--train_steps", type=int, default=None,
+    parser.add_argument("--train_steps", type=int, default=_train("train_steps"),
                         help="optimizer steps (default: the hparams' train_steps)")
-    parser.add_argument("--train_minutes", type=float, default=None,
+    parser.add_argument("--train_minutes", type=float, default=_train("train_minutes"),
                         help="stop at this wall-clock budget (minutes of this run, dev "
                         "evaluations included) with a final checkpoint, or at --train_steps")
-    parser.add_argument("--save_checkpoints_steps", type=int, default=1000)
-    parser.add_argument("--save_checkpoints_minutes", type=float, default=10.0)
-    parser.add_argument("--keep_checkpoint_max", type=int, default=20)
-    parser.add_argument("--log_every_steps", type=int, default=100)
+    parser.add_argument("--save_checkpoints_steps", type=int,
+                        default=_train("save_checkpoints_steps"),
+                        help="a checkpoint every N steps (default: %(default)s)")
+    parser.add_argument("--save_checkpoints_minutes", type=float,
+                        default=_train("save_checkpoints_minutes"),
+                        help="and every M minutes (default: %(default)s)")
+    parser.add_argument("--keep_checkpoint_max", type=int,
+                        default=_train("keep_checkpoint_max"),
+                        help="the newest N checkpoints are kept (default: %(default)s)")
+    parser.add_argument("--log_every_steps", type=int, default=_train("log_every_steps"),
+                        help="a log line every N steps (default: %(default)s)")
     parser.add_argument("--jit", action="store_true", help="compile the step with XLA")
-    parser.add_argument("--seed", type=int, default=1234)
-    parser.add_argument("--eval_every_steps", type=int, default=1000,
-                        help="dev evaluation every N steps and at the end (0: never)")
-    parser.add_argument("--eval_examples", type=int, default=1000,
-                        help="first N dev examples for the dev loss")
-    parser.add_argument("--eval_decode_examples", type=int, default=200,
-                        help="of those, how many are greedily decoded and scored")
-    parser.add_argument("--eval_decode_minutes", type=float, default=2.0,
-                        help="time bound for decoding them")
+    parser.add_argument("--seed", type=int, default=_train("seed"),
+                        help="random seed (default: %(default)s)")
+    parser.add_argument("--eval_every_steps", type=int, default=_eval("eval_every_steps"),
+                        help="dev evaluation every N steps and at the end (0: never; "
+                        "default: %(default)s)")
+    parser.add_argument("--eval_examples", type=int, default=_eval("eval_examples"),
+                        help="first N dev examples for the dev loss (default: %(default)s)")
+    parser.add_argument("--eval_decode_examples", type=int,
+                        default=_eval("eval_decode_examples"),
+                        help="of those, how many are greedily decoded and scored "
+                        "(default: %(default)s)")
+    parser.add_argument("--eval_decode_minutes", type=float,
+                        default=_eval("eval_decode_minutes"),
+                        help="time bound for decoding them (default: %(default)s)")
     common.add_verbose_flag(parser)
     return parser.parse_args(argv)
 
@@ -62,24 +80,23 @@ def main(argv=None) -> int:
     def run():
         from t2t_lite import registry
         from t2t_lite.training import cluster
-        from t2t_lite.training import evaluation
         from t2t_lite.training import trainer
 
         # First: a multi-worker TF_CONFIG configures collectives before any op runs.
         strategy = cluster.strategy_from_environment()
         problem = registry.problem(args.problem)
         hparams = registry.hparams(args.hparams).override(args.hparams_overrides)
-        options = trainer.TrainOptions(
+        options = TrainOptions(
             train_steps=args.train_steps,
             train_minutes=args.train_minutes,
             save_checkpoints_steps=args.save_checkpoints_steps,
             save_checkpoints_minutes=args.save_checkpoints_minutes,
             keep_checkpoint_max=args.keep_checkpoint_max,
             log_every_steps=args.log_every_steps,
-            jit_compile=args.jit,
+            jit_compile=args.jit or _train("jit_compile"),
             seed=args.seed,
             progress_bar=sys.stdout.isatty(),
-            eval=evaluation.EvalOptions(
+            eval=EvalOptions(
                 eval_every_steps=args.eval_every_steps, eval_examples=args.eval_examples,
                 eval_decode_examples=args.eval_decode_examples,
                 eval_decode_minutes=args.eval_decode_minutes),

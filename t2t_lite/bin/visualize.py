@@ -29,6 +29,8 @@ def main(argv=None) -> int:
                         help="the target sentence (default: the model's greedy output)")
     parser.add_argument("--checkpoint", default=None,
                         help="ckpt-N, averaged, best or a path (default: the newest)")
+    parser.add_argument("--data_dir", default=None,
+                        help="the problem's data (vocabulary) dir (default: the run's own)")
     parser.add_argument("--output_file", default=None,
                         help="attention.html (default, in output_dir) or a .png file")
     common.add_verbose_flag(parser)
@@ -42,7 +44,8 @@ def main(argv=None) -> int:
 
         warn = lambda message: print(f"warning: {message}", file=sys.stderr)  # noqa: E731
         path, maps = visualize.visualize(args.output_dir, args.input, args.target,
-                                         args.checkpoint, args.output_file, warn)
+                                         args.checkpoint, args.output_file, warn,
+                                         data_dir=args.data_dir)
         print(f"source: {' '.join(maps.source)}")
         print(f"target: {' '.join(maps.target)}")
         print(f"wrote {path} ({maps.num_layers} layers x {maps.num_heads} heads x 3 kinds)")

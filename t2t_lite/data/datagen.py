@@ -32,30 +32,14 @@ from itertools import islice
 
 from t2t_lite.data import datagen_io as io_
 from t2t_lite.progress import Progress
-from t2t_lite.data.shards import SPLITS, manifest_path, read_shard_stats, shard_files, shard_name
+from t2t_lite.data.manifest import Manifest, manifest_path
+from t2t_lite.data.shards import SPLITS, read_shard_stats, shard_files, shard_name
+from t2t_lite.data.options import VOCAB_TYPES, DatagenOptions
 from t2t_lite.data.text_encoder import DataError, SubwordVocab, normalize, train_vocab
-
-VOCAB_TYPES = ("bpe", "word")  # --source_vocab_type: subwords, or one piece per word.
 
 __all__ = ["DatagenOptions", "DatagenSummary", "SplitSummary", "VocabSummary",
            "format_summary", "generate", "manifest_path", "sample_pairs", "shard_files",
            "shard_name"]
-
-
-@dataclasses.dataclass(frozen=True)
-class DatagenOptions:
-    """How to generate. None means the problem's own default."""
-
-    vocab_size: int | None = None  # Pieces in the vocabulary (each, when separate).
-    source_vocab_size: int | None = None  # Separate vocabularies only.
-    target_vocab_size: int | None = None
-    source_vocab_type: str | None = None  # "bpe" or "word"; separate vocabularies only.
-    vocab_sample_size: int | None = None  # Training pairs sampled to learn it.
-    shard_size: int | None = None  # Pairs per shard.
-    seed: int = 1234  # Vocabulary sample and in-shard shuffle.
-    source_lang: str | None = None  # translate_files only.
-    target_lang: str | None = None
-    tfds_dir: str | None = None  # tensorflow-datasets' data_dir.
 
 
 @dataclasses.dataclass
@@ -130,7 +114,7 @@ def generate(problem, data_dir: str, raw_dir: str | None = None,
     Raises:
       DataError, ProblemError: unusable input or data_dir; nothing is corrupted.
     """
-    if not hasattr(problem, "corpora"):
+    if not problem.needs_datagen:
         raise DataError(f"{problem.name} is generated in code and needs no datagen: "
                         f"train it directly with t2t_lite-trainer --problem={problem.name}")
     specs = _vocab_specs(problem, options)
@@ -147,7 +131,7 @@ def generate(problem, data_dir: str, raw_dir: str | None = None,
     vocabs, vocab_summaries = _vocabularies(problem, data_dir, specs, corpora["train"],
                                             counts["train"], options, log)
     plan = _plan(problem, corpora, counts, vocabs, options)
-    manifest = io_.Manifest.open(manifest_path(data_dir, problem.name), plan,
+    manifest = Manifest.open(manifest_path(data_dir, problem.name), plan,
                                  lambda split: shard_files(data_dir, problem.name, split)[0])
     summaries = []
     for split in SPLITS:
@@ -188,7 +172,8 @@ def _vocab_specs(problem, options) -> list[_VocabSpec]:
                         f"got {options.source_vocab_type!r}")
     specs = []
     for index, side in enumerate(("source", "target")):
-        default = getattr(problem, f"default_{side}_vocab_size", None)
+        default = (problem.default_source_vocab_size if side == "source"
+                   else problem.default_target_vocab_size)
         asked = getattr(options, f"{side}_vocab_size") or (None if default else options.vocab_size)
         asked_type = options.source_vocab_type if side == "source" else None
         specs.append(_VocabSpec(side, (index,), asked or default or problem.default_vocab_size,

@@ -10,7 +10,6 @@ them back (`shard_files`, `read`) without knowing how they were made.
 from __future__ import annotations
 
 import glob
-import json
 import os
 
 import tensorflow as tf
@@ -26,20 +25,6 @@ PARSE_BATCH = 256  # Parsing in batches is about 3x faster than one example at a
 def shard_name(problem_name: str, split: str, index: int, count: int) -> str:
     """The file name of shard `index` (0-based) of `count` of `split`."""
     return f"{problem_name}-{split}-{index:05d}-of-{count:05d}"
-
-
-def manifest_path(data_dir: str, problem_name: str) -> str:
-    """`PROBLEM.datagen.json`: how t2t_lite-datagen made the problem's files."""
-    return os.path.join(data_dir, f"{problem_name}.datagen.json")
-
-
-def read_manifest(data_dir: str, problem_name: str) -> dict | None:
-    """The datagen manifest of `problem_name` in `data_dir`, None if there is none."""
-    path = manifest_path(data_dir, problem_name)
-    if not os.path.exists(path):
-        return None
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
 
 
 def shard_files(data_dir: str, problem_name: str, split: str) -> tuple[list[str], int]:

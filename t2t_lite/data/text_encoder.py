@@ -42,6 +42,7 @@ import tempfile
 from typing import Iterable
 
 from t2t_lite.data import word_classes
+from t2t_lite.errors import UserError
 from t2t_lite.ids import EOS_ID, PAD_ID, strip_ids  # noqa: F401  (re-exported)
 
 UNK_ID = 2
@@ -49,7 +50,7 @@ NUM_RESERVED = 3 + 256  # pad, EOS, unk and the 256 byte pieces.
 MODEL_SUFFIX = ".model"
 
 
-class DataError(ValueError):
+class DataError(UserError, ValueError):
     """Input data, or a data_dir, that cannot be used as asked; says what to do."""
 
 

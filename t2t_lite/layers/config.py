@@ -1,7 +1,7 @@
 """`LayerConfig`: the widths, dropouts and norm placement every Transformer layer shares.
 
 One frozen object is passed to `EncoderLayer`, `DecoderLayer` (and their
-`ResidualMixin`) and to `Transformer`, instead of the same ten keyword
+`t2t_lite.layers.residual.ResidualMixin`) and to `Transformer`, instead of the same ten keyword
 arguments at every level. Layers store it as a plain dict in `get_config` and
 rebuild it in `from_config`, so the Keras config round-trips.
 """

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import keras
 
-from t2t_lite.layers.encoder import ResidualMixin
+from t2t_lite.layers.residual import ResidualMixin
 
 
 @keras.saving.register_keras_serializable(package="t2t_lite")

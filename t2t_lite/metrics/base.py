@@ -14,9 +14,20 @@ import abc
 import dataclasses
 from typing import Sequence
 
+from t2t_lite.errors import UserError
 
-class MetricError(ValueError):
+
+class MetricError(UserError, ValueError):
     """Hypotheses and references that cannot be scored; the message says why."""
+
+
+class TreeError(MetricError):
+    """A tree or linearization that cannot be read; the message says where.
+
+    The one error for unreadable trees: the treebank reader and linearization
+    (`t2t_lite.parsing.ptb`) and EVALB's reader (`t2t_lite.metrics.trees`), where a test tree that
+    cannot be read makes the output unscorable (hence a `MetricError`).
+    """
 
 
 @dataclasses.dataclass(frozen=True)

@@ -28,7 +28,6 @@ short sentence the gap is far larger than on a test set):
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import re
 from typing import Sequence
@@ -269,32 +268,3 @@ def bleu_files(hyp_path: str, ref_path: str,
                           f"{len(hyps)} lines, reference {ref_path} has "
                           f"{len(refs)} lines")
     return sacrebleu_score(hyps, refs), tokenized_bleu(hyps, refs, lang)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`t2t_lite-bleu --hypotheses=FILE --reference=FILE [--lang=de]`."""
-    parser = argparse.ArgumentParser(
-        prog="t2t_lite-bleu",
-        description="sacreBLEU (to report) and tokenized multi-bleu BLEU with "
-        "compound splitting (comparable with the Transformer paper).")
-    for flag, what in (("hypotheses", "system output"), ("reference", "reference")):
-        parser.add_argument(f"--{flag}", required=True, metavar="FILE",
-                            help=f"detokenized {what}, UTF-8, one segment a line")
-    parser.add_argument("--lang", default="de", help="language for Moses tokenization")
-    args = parser.parse_args(argv)
-    try:
-        detok, tok = bleu_files(args.hypotheses, args.reference, args.lang)
-    except OSError as e:
-        parser.exit(2, f"{parser.prog}: error: cannot read {e.filename}: "
-                    f"{e.strerror or e}\n")
-    except ValueError as e:
-        parser.exit(2, f"{parser.prog}: error: {e}\n")
-    print(f"sacreBLEU (detokenized, report this): {detok.format()} "
-          f"{detok.signature}")
-    print("tokenized BLEU (paper-comparable, moses + compound splitting): "
-          f"{tok.format()}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -12,14 +12,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Collection
 
-from t2t_lite.metrics.base import MetricError
+from t2t_lite.metrics.base import TreeError
 
 SPACE = " \t\n\r\v\f"  # C's isspace
 _TERMINATORS = SPACE + "()"
-
-
-class TreeError(MetricError):
-    """A bracketed tree that cannot be read (unbalanced brackets, stray text)."""
 
 
 @dataclasses.dataclass

@@ -21,13 +21,11 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from t2t_lite.metrics.base import TreeError
+
 OPEN = "("
 CLOSE = ")"
 _TOKEN = re.compile(r"\(|\)|[^\s()]+")
-
-
-class TreeError(ValueError):
-    """A tree or linearization that cannot be read; the message says where."""
 
 
 @dataclasses.dataclass

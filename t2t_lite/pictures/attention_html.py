@@ -13,7 +13,7 @@ import json
 
 import numpy as np
 
-from t2t_lite.pictures import visualize
+from t2t_lite.pictures.attention import KINDS, TITLES, AttentionMaps
 
 STYLE = """
 body { font-family: sans-serif; margin: 16px; color: #222; }
@@ -136,18 +136,18 @@ positions predicting each target token; they attend to the decoder inputs
 """
 
 
-def page_data(maps: visualize.AttentionMaps) -> dict:
+def page_data(maps: AttentionMaps) -> dict:
     """The JSON the page draws: tokens per kind and weights rounded to 4 places."""
     kinds = {}
-    for kind in visualize.KINDS:
+    for kind in KINDS:
         queries, keys = maps.axes(kind)
-        kinds[kind] = {"title": visualize.TITLES[kind], "queries": queries, "keys": keys,
+        kinds[kind] = {"title": TITLES[kind], "queries": queries, "keys": keys,
                        "weights": np.round(maps.weights[kind], 4).tolist()}
     return {"source": maps.source, "target": maps.target, "num_layers": maps.num_layers,
             "num_heads": maps.num_heads, "kinds": kinds}
 
 
-def page(maps: visualize.AttentionMaps, title: str = "") -> str:
+def page(maps: AttentionMaps, title: str = "") -> str:
     """The HTML page of `maps`; opens offline in any browser."""
     data = json.dumps(page_data(maps), ensure_ascii=False)
     data = data.replace("</", "<\\/")  # No "</script>" inside the JSON block.

@@ -4,8 +4,8 @@
 checkpoints [...]. For the big models, we averaged the last 20 checkpoints."
 Every model weight is averaged over the chosen checkpoints (optimizer state is
 not) and written as `OUTPUT_DIR/averaged/`, which the decoder loads with
-`--checkpoint=averaged`. The result is written to a temporary directory and
-renamed, so a failed run leaves no partial `averaged/`.
+`--checkpoint=averaged`. The result replaces `averaged/` atomically
+(`atomic.replace_directory`), so a failed run leaves no partial `averaged/`.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from t2t_lite import atomic
 from t2t_lite.runs import run_dir
 from t2t_lite.runs.checkpoints import (
-    AVERAGED_DIR, CheckpointError, build_run_model, checkpoint_path, list_checkpoints,
-    remove_staging,
-    weight_keys, write_weights_dir,
+    AVERAGED_DIR, CheckpointError, checkpoint_path, list_checkpoints,
 )
+from t2t_lite.runs.weights import build_run_model, weight_keys, write_weights_dir
 
 
 def choose(output_dir: str, last: int | None = None,
@@ -62,9 +62,9 @@ def _read(path: str, keys: dict) -> dict[str, np.ndarray]:
 def average(output_dir: str, paths: list[str]) -> str:
     """Averages the model weights of `paths` into `output_dir/averaged/`; returns its prefix.
 
-    First removes the staging folders a killed earlier run left (`.averaged-tmp-*`).
+    First removes the temporaries a killed earlier run left (`atomic.remove_temporaries`).
     """
-    remove_staging(output_dir, AVERAGED_DIR)
+    atomic.remove_temporaries(output_dir, AVERAGED_DIR)
     hparams, info = run_dir.read_run(output_dir)
     model = build_run_model(hparams, info)
     keys = weight_keys(model)

@@ -1,31 +1,29 @@
-"""Finding and loading checkpoints written by the trainer.
+"""Naming, finding and listing the checkpoints the trainer writes; crash recovery.
 
 A checkpoint is named by its step (`ckpt-1200`), by a path, or left out for the
-newest. Loading rebuilds the model from the hparams saved beside the
-checkpoints, so every tool gets the model that was trained. Every tool builds
-its model with `build_model`: the class registered as `hparams.model`.
+newest; `averaged/` and `best/` are found by name too. After a crash the
+trainer removes TensorFlow's half-written save folders and restores the newest
+checkpoint that reads back. Building the model and loading its weights are in
+`t2t_lite.runs.weights`.
 """
 
 from __future__ import annotations
 
 import glob
-import json
 import os
 import re
 import shutil
-import tempfile
 
 import tensorflow as tf
 
-from t2t_lite import registry
-from t2t_lite.runs import run_dir
+from t2t_lite.errors import UserError
 
 
 AVERAGED_DIR = "averaged"  # t2t_lite-avg-checkpoints writes OUTPUT_DIR/averaged/ckpt.
 UNREADABLE_DIR = "unreadable"  # The trainer moves checkpoints it cannot read here.
 
 
-class CheckpointError(ValueError):
+class CheckpointError(UserError, ValueError):
     """A checkpoint that cannot be found or read; the message says what to do."""
 
 
@@ -65,138 +63,12 @@ def checkpoint_path(output_dir: str, checkpoint: str | None = None) -> str:
     )
 
 
-def build_model(hparams, source_vocab_size: int, target_vocab_size: int | None = None):
-    """The model `hparams` describe, with its weights created.
-
-    The class registered as `hparams.model` (`t2t_lite.registry.register_model`).
-
-    Raises:
-      RegistryError: no model is registered under that name.
-      HParamsError: the hparams do not fit the vocabularies (shared_embedding).
-    """
-    model_class = registry.model(hparams.model)
-    return model_class.from_hparams(hparams, source_vocab_size, target_vocab_size)
-
-
-def build_run_model(hparams, info: dict):
-    """`build_model` for a run's saved hparams and `run_dir.read_run` info."""
-    return build_model(hparams, info["source_vocab_size"], info["target_vocab_size"])
-
-
-def model_weights(model) -> tf.Module:
-    """A flat trackable holding every model weight under its Keras path.
-
-    Checkpoints store the model as `model/<path>` (e.g.
-    `model/encoder_layer_0-self_attention-query-kernel`), one level below the
-    root, so the names are stable, readable, and found before the optimizer's
-    references to the same variables.
-    """
-    weights = tf.Module(name="model_weights")
-    for name, weight in _named_weights(model).items():
-        setattr(weights, name, weight)
-    return weights
-
-
-def _named_weights(model) -> dict[str, object]:
-    """Weight name relative to the model ("-" for "/") -> the weight."""
-    prefix = model.name + "/"
-    named = {}
-    for weight in model.weights:
-        path = weight.path[len(prefix):] if weight.path.startswith(prefix) else weight.path
-        named[path.replace("/", "-")] = weight
-    return named
-
-
-def weight_keys(model) -> dict[str, object]:
-    """Checkpoint key of every model weight -> the weight."""
-    return {f"model/{name}/.ATTRIBUTES/VARIABLE_VALUE": weight
-            for name, weight in _named_weights(model).items()}
-
-
 def list_checkpoints(output_dir: str) -> list[str]:
     """Names of the checkpoints the trainer keeps, oldest first."""
     state = tf.train.get_checkpoint_state(output_dir)
     if state is None:
         return []
     return [os.path.basename(p) for p in state.all_model_checkpoint_paths]
-
-
-def load_model(output_dir: str, checkpoint: str | None = None):
-    """Rebuilds the trained model and restores its weights.
-
-    Returns:
-      (model, hparams, info, checkpoint path); info as `run_dir.read_run` gives it
-      ({"problem", "source_vocab_size", "target_vocab_size", "data_dir"}).
-    """
-    hparams, info = run_dir.read_run(output_dir)
-    path = checkpoint_path(output_dir, checkpoint)
-    model = build_run_model(hparams, info)
-    try:
-        saved = dict(tf.train.list_variables(path))
-        expected = weight_keys(model)
-        extra = sorted(k for k in saved if k.startswith("model/") and k not in expected)
-        if extra:
-            raise ValueError(f"it has a weight the model lacks ({extra[0]}): the hparams "
-                             f"in {output_dir} describe another model")
-        for key, weight in expected.items():
-            if key not in saved:
-                raise ValueError(f"it has no weight {key}: the hparams in {output_dir} "
-                                 "describe another model")
-            if tuple(saved[key]) != tuple(weight.shape):
-                raise ValueError(f"{key} has shape {saved[key]}, the model expects "
-                                 f"{tuple(weight.shape)}")
-        tf.train.Checkpoint(model=model_weights(model)).read(path).expect_partial()
-    except (tf.errors.OpError, ValueError, IndexError) as e:
-        first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise CheckpointError(
-            f"cannot read checkpoint {path}: {first_line}; pick another with --checkpoint"
-        ) from None
-    return model, hparams, info, path
-
-
-def write_weights_dir(model, directory: str, record: dict, record_file: str) -> str:
-    """Writes the model's weights as `directory/ckpt`, `record` as `directory/record_file`.
-
-    Everything goes to a staging directory beside `directory`, which then
-    replaces it, so a killed run leaves the old directory or the new one, never
-    a mix. Returns the checkpoint prefix.
-    """
-    parent = os.path.dirname(os.path.abspath(directory))
-    base = os.path.basename(directory)
-    staging = tempfile.mkdtemp(prefix=f".{base}-tmp-", dir=parent)
-    try:
-        tf.train.Checkpoint(model=model_weights(model)).write(os.path.join(staging, "ckpt"))
-        with open(os.path.join(staging, record_file), "w", encoding="utf-8") as f:
-            json.dump(record, f, indent=2)
-        old = None
-        if os.path.exists(directory):
-            old = tempfile.mkdtemp(prefix=f".{base}-old-", dir=parent)
-            os.replace(directory, os.path.join(old, base))
-        os.replace(staging, directory)
-        if old:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return os.path.join(directory, "ckpt")
-
-
-def remove_staging(directory: str, base: str) -> list[str]:
-    """Removes what a killed `write_weights_dir(directory/base)` left: `.BASE-tmp-*`, `.BASE-old-*`.
-
-    A kill between its two renames leaves the old `base/` only inside
-    `.BASE-old-*`; it is moved back when `base/` is missing. Returns what was removed.
-    """
-    final = os.path.join(directory, base)
-    removed = []
-    for kind in ("old", "tmp"):
-        for stale in sorted(glob.glob(os.path.join(glob.escape(directory), f".{base}-{kind}-*"))):
-            inner = os.path.join(stale, base)
-            if kind == "old" and os.path.isdir(inner) and not os.path.exists(final):
-                os.replace(inner, final)
-            shutil.rmtree(stale, ignore_errors=True)
-            removed.append(stale)
-    return removed
 
 
 def remove_save_temporaries(output_dir: str) -> list[str]:

@@ -1,4 +1,4 @@
-"""The output directory of a run: resolved hparams, problem name, atomic writes.
+"""The output directory of a run: resolved hparams, problem name, checked on resume.
 
 `hparams.json` (the resolved HParams, `model` included) and `problem.json`
 (problem name, source and target vocabulary sizes, data dir) are written next
@@ -14,26 +14,16 @@ from __future__ import annotations
 import json
 import os
 
-from t2t_lite.atomic import atomic_path
+from t2t_lite import atomic
+from t2t_lite.errors import UserError
 from t2t_lite.hparams.hparams import HParams
 
 HPARAMS_FILE = "hparams.json"
 PROBLEM_FILE = "problem.json"
 
 
-class RunDirError(ValueError):
+class RunDirError(UserError, ValueError):
     """An output directory that cannot be used as asked."""
-
-
-def atomic_write_bytes(path: str, data: bytes) -> None:
-    """Writes `data` to a temporary file beside `path`, then renames it (`atomic.atomic_path`)."""
-    with atomic_path(path) as tmp, open(tmp, "wb") as f:
-        f.write(data)
-
-
-def atomic_write_text(path: str, text: str) -> None:
-    """`atomic_write_bytes` of UTF-8 text."""
-    atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def read_run(output_dir: str) -> tuple[HParams, dict]:
@@ -108,8 +98,8 @@ def prepare_run(output_dir: str, hparams: HParams, problem_name: str,
                 f"a precision={hparams.dtype_policy} run cannot resume its optimizer (only "
                 "mixed_float16 has a loss scale); use another --output_dir or that precision"
             )
-    atomic_write_text(os.path.join(output_dir, HPARAMS_FILE), hparams.to_json() + "\n")
-    atomic_write_text(
+    atomic.write_text(os.path.join(output_dir, HPARAMS_FILE), hparams.to_json() + "\n")
+    atomic.write_text(
         os.path.join(output_dir, PROBLEM_FILE),
         json.dumps({"problem": problem_name, "source_vocab_size": source_vocab_size,
                     "target_vocab_size": target_vocab_size,

@@ -35,30 +35,32 @@ algorithmic problems the main SavedModel has no such op and is ids-only.
 The version directory is written under a temporary name inside EXPORT_DIR and
 renamed at the end, so a failed export leaves no partial version. The
 temporary name holds the exporting process's id; the next export removes those
-of processes that no longer run (an export killed by a signal).
+of processes that no longer run (an export killed by a signal): see
+`t2t_lite.atomic`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
-import tempfile
 import time
 
 import tensorflow as tf
 
-from t2t_lite.runs import checkpoints
+from t2t_lite import atomic
+from t2t_lite.runs.load import load_run
+from t2t_lite.runs.weights import model_weights
 from t2t_lite.decoding import decode_policy
 from t2t_lite.decoding.options import DecodeOptions
 from t2t_lite.decoding.search import decode_padded
 from t2t_lite.ids import EOS_ID, PAD_ID
 from t2t_lite.data.text_encoder import SubwordVocab
+from t2t_lite.errors import UserError
 
 IDS_SUBDIR = "ids"
 
 
-class ExportError(ValueError):
+class ExportError(UserError, ValueError):
     """An export directory that cannot be used; the message says why."""
 
 
@@ -81,28 +83,8 @@ def next_version(export_dir: str) -> int:
     return max(versions, default=0) + 1
 
 
-TMP_PREFIX = ".tmp-export-"
-
-
-def _process_running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # Someone else's process.
-        return True
-    return True
-
-
-def remove_stale_temporaries(export_dir: str) -> list[str]:
-    """Removes EXPORT_DIR/.tmp-export-<pid>-* left by processes that are gone."""
-    removed = []
-    for name in sorted(os.listdir(export_dir)):
-        pid = name[len(TMP_PREFIX):].split("-", 1)[0] if name.startswith(TMP_PREFIX) else ""
-        if pid.isdigit() and not _process_running(int(pid)):
-            shutil.rmtree(os.path.join(export_dir, name), ignore_errors=True)
-            removed.append(name)
-    return removed
+# A version is staged as EXPORT_DIR/.tmp-export-<pid>-XXXX (`atomic.staging_directory`).
+STAGING_NAME = "export"
 
 
 def directory_size(path: str) -> int:
@@ -146,7 +128,7 @@ class _IdsModule(tf.Module):
 
     def __init__(self, model, options, max_length):
         super().__init__(name="t2t_lite_export")
-        self.model_weights = checkpoints.model_weights(model)
+        self.model_weights = model_weights(model)
         self.beam_size = tf.Variable(options.beam_size, trainable=False, name="beam_size")
         self.alpha = tf.Variable(options.alpha, trainable=False, name="alpha")
         self.extra_length = tf.Variable(options.extra_length, trainable=False,
@@ -202,17 +184,13 @@ class _TextModule(tf.Module):
 
 
 def vocab_files(problem) -> tuple[str, str] | None:
-    """(source, target) SentencePiece model files of a text problem; None for ids-only ones.
+    """`problem.vocab_files()`, each checked to exist; None for ids-only problems.
 
     Raises:
       ExportError: a vocabulary file is missing (says which datagen to run).
     """
-    kind = type(problem)
-    if getattr(kind, "source_vocab_file", None) is not None:
-        files = (problem.source_vocab_file, problem.target_vocab_file)
-    elif getattr(kind, "vocab_file", None) is not None:
-        files = (problem.vocab_file,) * 2
-    else:
+    files = problem.vocab_files()
+    if files is None:
         return None
     for path in files:
         if not os.path.exists(path):
@@ -239,30 +217,25 @@ def export(output_dir: str, export_dir: str, checkpoint: str | None = None,
            extra_length: int | None = None, data_dir: str | None = None,
            log=lambda _: None) -> ExportResult:
     """Exports the run in output_dir to export_dir/<next version>/; see the module doc."""
-    from t2t_lite import registry
-
     start = time.time()
     if os.path.exists(export_dir) and not os.path.isdir(export_dir):
         raise ExportError(f"{export_dir} exists and is not a directory")
-    model, hparams, info, path = checkpoints.load_model(output_dir, checkpoint)
-    problem = registry.problem(info["problem"])
-    problem.set_data_dir(data_dir or info.get("data_dir"))
+    run = load_run(output_dir, checkpoint, data_dir)
     options = DecodeOptions.from_hparams(
-        hparams, beam_size=beam_size, alpha=alpha, extra_length=extra_length)
+        run.hparams, beam_size=beam_size, alpha=alpha, extra_length=extra_length)
     if options.beam_size < 1 or options.extra_length < 0:
         raise ExportError("beam_size must be >= 1 and extra_length >= 0")
-    max_length = int(hparams.max_length)
-    vocabs = vocab_files(problem)  # None: an ids-only problem (no text signature).
+    max_length = int(run.hparams.max_length)
+    vocabs = vocab_files(run.problem)  # None: an ids-only problem (no text signature).
     if vocabs:
         check_in_graph_source(vocabs[0])
 
     os.makedirs(export_dir, exist_ok=True)
-    for name in remove_stale_temporaries(export_dir):
-        log(f"removed {name}, left by an interrupted export")
-    tmp = tempfile.mkdtemp(dir=export_dir, prefix=f"{TMP_PREFIX}{os.getpid()}-")
-    try:
+    for stale in atomic.remove_temporaries(export_dir, STAGING_NAME):
+        log(f"removed {os.path.basename(stale)}, left by an interrupted export")
+    with atomic.staging_directory(export_dir, STAGING_NAME, owned=True) as tmp:
         log("tracing translate_ids")
-        ids_module = _IdsModule(model, options, max_length)
+        ids_module = _IdsModule(run.model, options, max_length)
         ids_signatures = {"translate_ids": ids_module.translate_ids.get_concrete_function()}
         signatures = ids_signatures
         if vocabs:
@@ -278,10 +251,8 @@ def export(output_dir: str, export_dir: str, checkpoint: str | None = None,
         final = os.path.join(export_dir, str(version))
         os.chmod(tmp, 0o755)
         os.rename(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return ExportResult(
         path=final, version=version, signatures=tuple(sorted(signatures)),
         ids_path=os.path.join(final, IDS_SUBDIR) if vocabs else final,
-        checkpoint=path, seconds=time.time() - start, size_bytes=directory_size(final))
+        checkpoint=run.checkpoint, seconds=time.time() - start,
+        size_bytes=directory_size(final))

@@ -26,8 +26,10 @@ import weakref
 
 import tensorflow as tf
 
+from t2t_lite.errors import UserError
 
-class ClusterError(ValueError):
+
+class ClusterError(UserError, ValueError):
     """A TF_CONFIG that cannot describe a cluster; the message says what to fix."""
 
 

@@ -32,21 +32,11 @@ from t2t_lite.decoding import decode_policy
 from t2t_lite.decoding.decoder import Decoder
 from t2t_lite.decoding.options import DecodeOptions
 from t2t_lite.training.losses import smoothed_cross_entropy_sums
+from t2t_lite.training.options import EvalOptions
 from t2t_lite.problems.base import ProblemError
 
 BEST_DIR = "best"
 BEST_FILE = "best.json"
-
-
-@dataclasses.dataclass(frozen=True)
-class EvalOptions:
-    """When and how much of the dev split to evaluate while training."""
-
-    eval_every_steps: int = 1000  # 0 = never (not even at the end).
-    eval_examples: int = 1000  # Dev examples for the dev loss (the first ones).
-    eval_decode_examples: int = 200  # Of those, greedily decoded and scored.
-    eval_decode_minutes: float = 2.0  # Time bound for decoding them.
-    eval_batch_size: int = 64  # Sentences per decoding batch.
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,43 +13,24 @@ or was killed resumes where its last checkpoint left it when started again.
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
 from typing import Callable
 
 import keras
 import tensorflow as tf
 
+from t2t_lite import atomic
+from t2t_lite.progress import TrainProgress
 from t2t_lite.training import cluster
 from t2t_lite.data import batching
 from t2t_lite.runs import run_dir
 from t2t_lite.training import flops as flop_count
 from t2t_lite.runs import checkpoints as checkpoint_files
-from t2t_lite.runs.checkpoints import build_model, model_weights, write_weights_dir
-from t2t_lite.training.evaluation import BEST_DIR, BEST_FILE, DevEvaluator, DevResult, EvalOptions
+from t2t_lite.runs.weights import build_model, model_weights, write_weights_dir
+from t2t_lite.training.evaluation import BEST_DIR, BEST_FILE, DevEvaluator, DevResult
+from t2t_lite.training.options import TrainOptions
 from t2t_lite.training.schedules import TransformerSchedule, paper_learning_rate
 from t2t_lite.training.train_step import StepRunner
-
-
-@dataclasses.dataclass(frozen=True)
-class TrainOptions:
-    """How to run training (not what to train: that is HParams)."""
-
-    train_steps: int | None = None  # None = hparams.train_steps.
-    # Wall-clock budget of this invocation's training loop (dev evaluations
-    # included): it stops at the first step past it, saves and evaluates.
-    train_minutes: float | None = None
-    save_checkpoints_steps: int = 1000
-    save_checkpoints_minutes: float = 10.0  # The paper: every 10 minutes.
-    keep_checkpoint_max: int = 20  # Enough to average the last 20 (big).
-    log_every_steps: int = 100
-    jit_compile: bool = False  # XLA for the training step.
-    seed: int = 1234
-    eval: EvalOptions = EvalOptions()  # Dev evaluation and the best checkpoint.
-    progress_bar: bool = False  # A live Keras Progbar (for a terminal) instead of log lines.
-    # The matmul peak (FLOP/s, all replicas) that MFU divides by; None = measure
-    # it before training (`t2t_lite.training.flops.matmul_peak`, under a second).
-    peak_flops: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,85 +75,6 @@ def build_state(problem, hparams, strategy, seed=1234):
     return model, optimizer
 
 
-class _Progress:
-    """Logs loss, learning rate and tokens/s to stdout and TensorBoard."""
-
-    def __init__(self, output_dir, total_steps, first_step, log: Callable[[str], None],
-                 bar: bool = False):
-        self.writer = tf.summary.create_file_writer(os.path.join(output_dir, "train"))
-        self.total_steps = total_steps
-        self.log = log
-        self.first_step = self.window_step = first_step
-        self.deadline = None  # time.time() at which a --train_minutes budget ends.
-        self.peak_flops = 0.0  # FLOP/s that MFU divides by (0: not known).
-        # The bar counts this session's steps, so its rate and ETA are right after a resume.
-        self.bar = keras.utils.Progbar(
-            total_steps - first_step, unit_name="step",
-            stateful_metrics=["loss", "lr", "ktok/s", "MFU%"]) if bar else None
-        self.reset()
-
-    def step_done(self, step, loss_sum, nll_sum, tokens, learning_rate, flops=0.0):
-        """Adds one update's sums and training FLOPs; moves the live bar."""
-        self.add(loss_sum, nll_sum, tokens)
-        self.flops += flops
-        if self.bar is not None:
-            elapsed = max(time.time() - self.start, 1e-9)
-            values = [("loss", loss_sum / max(tokens, 1.0)), ("lr", learning_rate),
-                      ("ktok/s", self.tokens / elapsed / 1000)]
-            if self.peak_flops:
-                values.append(("MFU%", 100 * self.flops / elapsed / self.peak_flops))
-            self.bar.update(step - self.first_step, values=values)
-
-    def message(self, line: str) -> None:
-        """A line that is not progress (dev evaluation, ...), on its own line under a bar."""
-        self.log(("\n" if self.bar is not None else "") + line)
-
-    def reset(self):
-        self.loss = self.nll = self.tokens = self.flops = 0.0
-        self.start = time.time()
-
-    def pause(self, seconds: float) -> None:
-        """Leaves `seconds` (spent on something else, e.g. dev evaluation) out of the rates."""
-        self.start += seconds
-
-    def eta(self, step: int, elapsed: float) -> str:
-        """Time left at this window's steps per second, as 1h02m or 3m05s."""
-        steps = step - self.window_step
-        if steps <= 0:
-            return "?"
-        seconds = int((self.total_steps - step) * elapsed / steps)
-        if self.deadline is not None:  # --train_minutes: whichever ends first.
-            seconds = max(0, min(seconds, int(self.deadline - time.time())))
-        hours, rest = divmod(seconds, 3600)
-        return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
-
-    def add(self, loss_sum, nll_sum, tokens):
-        self.loss += loss_sum
-        self.nll += nll_sum
-        self.tokens += tokens
-
-    def flush(self, step, learning_rate):
-        elapsed = max(time.time() - self.start, 1e-9)
-        loss = self.loss / max(self.tokens, 1.0)
-        nll = self.nll / max(self.tokens, 1.0)
-        rate = self.tokens / elapsed
-        mfu = self.flops / elapsed / self.peak_flops if self.peak_flops else float("nan")
-        with self.writer.as_default(step=step):
-            tf.summary.scalar("loss", loss)
-            tf.summary.scalar("nll", nll)
-            tf.summary.scalar("learning_rate", learning_rate)
-            tf.summary.scalar("tokens_per_second", rate)
-            tf.summary.scalar("model_flops_per_second", self.flops / elapsed)
-            tf.summary.scalar("mfu", mfu)
-        if self.bar is None:
-            self.log(f"step {step}/{self.total_steps}  loss {loss:.4f}  nll {nll:.4f}  "
-                     f"lr {learning_rate:.3e}  {rate:,.0f} tok/s  MFU {100 * mfu:.0f}%  "
-                     f"ETA {self.eta(step, elapsed)}")
-        self.window_step = step
-        self.reset()
-        return loss, rate, mfu
-
-
 def _restore(checkpoint, optimizer, output_dir, out, options, log):
     """The run's CheckpointManager (saving into `out`) and the checkpoint restored, or None.
 
@@ -192,21 +94,55 @@ def _restore(checkpoint, optimizer, output_dir, out, options, log):
         return manager(out, 1), newest
     # What a killed run left half-written: TensorFlow's save folders, best/'s staging.
     checkpoint_files.remove_save_temporaries(output_dir)
-    checkpoint_files.remove_staging(output_dir, BEST_DIR)
+    atomic.remove_temporaries(output_dir, BEST_DIR)
     return checkpoint_files.restore_newest_readable(
         checkpoint, lambda: manager(output_dir, options.keep_checkpoint_max), output_dir, log)
 
 
-def train(problem, hparams, output_dir: str, data_dir: str | None = None,
-          options: TrainOptions = TrainOptions(), strategy=None,
-          log: Callable[[str], None] = print) -> TrainResult:
-    """Trains `problem` with `hparams`, resuming from `output_dir` if it holds a run.
+class _Saver:
+    """Saves checkpoints, the FLOP ledger with each; knows the step and time of the last."""
 
-    Raises:
-      run_dir.RunDirError: `output_dir` holds a run of another problem or model.
-    """
-    # Under a multi-worker TF_CONFIG this must come before any TensorFlow op.
-    strategy = strategy or cluster.strategy_from_environment()
+    def __init__(self, manager, ledger, saved_at: int | None):
+        self.manager, self.ledger = manager, ledger
+        self.saved_at = saved_at  # The same on every worker.
+        self.last_save = time.time()
+
+    def save(self, step: int) -> None:
+        self.manager.save(checkpoint_number=step)
+        self.ledger.record(step)
+        self.saved_at, self.last_save = step, time.time()
+
+    def minutes_since(self) -> float:
+        return (time.time() - self.last_save) / 60.0
+
+
+@dataclasses.dataclass
+class _Session:
+    """What the training loop works with (`_start` builds it)."""
+
+    strategy: object
+    hparams: object
+    options: TrainOptions
+    chief: bool
+    total_steps: int
+    first_step: int
+    optimizer: keras.optimizers.Optimizer
+    iterator: object
+    runner: StepRunner
+    progress: TrainProgress
+    counter: flop_count.FlopCounter
+    ledger: flop_count.FlopLedger
+    saver: _Saver
+    evaluator: DevEvaluator | None  # None off the chief, or when dev evaluation is off.
+
+
+def _learning_rate(hparams, step: int) -> float:
+    return float(paper_learning_rate(step, hparams.d_model, hparams.warmup_steps,
+                                     hparams.learning_rate_scale))
+
+
+def _start(problem, hparams, output_dir, data_dir, options, strategy, log) -> _Session:
+    """Prepares the run, builds the model, resumes it, and everything the loop needs."""
     chief, out = cluster.is_chief(strategy), cluster.write_dir(output_dir, strategy)
     problem.set_data_dir(data_dir)
     if chief:
@@ -231,67 +167,92 @@ def train(problem, hparams, output_dir: str, data_dir: str | None = None,
     log(f"training {problem.name} with {model.count_params():,} parameters on "
         f"{replicas} replica(s), {total_steps} steps{budget}")
     step = int(optimizer.iterations.numpy())
-    progress = _Progress(out, total_steps, step, log, options.progress_bar)
+    progress = TrainProgress(out, total_steps, step, log, options.progress_bar)
     counter = flop_count.FlopCounter.for_model(model)
     progress.peak_flops = options.peak_flops or replicas * flop_count.matmul_peak(
         flop_count.compute_dtype(hparams.dtype_policy))
     ledger = flop_count.FlopLedger(out, step)
-    evaluator = chief and DevEvaluator.create(
+    evaluator = DevEvaluator.create(
         problem, model, hparams, output_dir, options.eval,
         lambda directory, record: write_weights_dir(model, directory, record, BEST_FILE),
-        progress.message)
+        progress.message) if chief else None
+    saver = _Saver(manager, ledger, step if restored else None)
+    if options.train_minutes:
+        progress.deadline = saver.last_save + 60.0 * options.train_minutes
+    return _Session(strategy, hparams, options, chief, total_steps, step, optimizer, iterator,
+                    runner, progress, counter, ledger, saver, evaluator)
 
-    def learning_rate(at):
-        return float(paper_learning_rate(at, hparams.d_model, hparams.warmup_steps,
-                                         hparams.learning_rate_scale))
 
-    dev = None
-    saved_at = step if restored else None  # The same on every worker.
-    last_save = time.time()
-    deadline = last_save + 60.0 * options.train_minutes if options.train_minutes else None
-    progress.deadline = deadline
+def _update(s: _Session) -> int:
+    """One update (accum_steps micro-batches), its FLOPs counted and shown; the new step."""
+    micro_batches = [next(s.iterator) for _ in range(s.hparams.accum_steps)]
+    sums = s.runner.step(micro_batches)
+    spent = sum(s.counter.train_flops(b["inputs"].shape[0], b["inputs"].shape[1],
+                                      b["targets"].shape[1]) for b in micro_batches)
+    s.ledger.total += spent
+    step = int(s.optimizer.iterations.numpy())
+    s.progress.step_done(step, *sums, _learning_rate(s.hparams, step) if s.progress.bar
+                         else 0.0, spent)
+    return step
+
+
+def _run_steps(s: _Session):
+    """The training loop; returns (step, the last dev result or None, loss, rate, MFU).
+
+    Saves every save_checkpoints_steps, and every save_checkpoints_minutes as all
+    workers agree; stops at the time budget; saves when interrupted (one worker).
+    """
+    step, dev, deadline = s.first_step, None, s.progress.deadline
     loss = rate = mfu = float("nan")
     try:
-        while step < total_steps:
-            if deadline is not None and cluster.agree(strategy, time.time() >= deadline):
-                progress.message(f"time budget of {options.train_minutes:g} minutes reached "
-                                 f"at step {step}: saving and stopping")
+        while step < s.total_steps:
+            if deadline is not None and cluster.agree(s.strategy, time.time() >= deadline):
+                s.progress.message(f"time budget of {s.options.train_minutes:g} minutes "
+                                   f"reached at step {step}: saving and stopping")
                 break
-            micro_batches = [next(iterator) for _ in range(hparams.accum_steps)]
-            sums = runner.step(micro_batches)
-            spent = sum(counter.train_flops(b["inputs"].shape[0], b["inputs"].shape[1],
-                                            b["targets"].shape[1]) for b in micro_batches)
-            ledger.total += spent
-            previous, step = step, int(optimizer.iterations.numpy())
-            progress.step_done(step, *sums, learning_rate(step) if progress.bar else 0.0,
-                               spent)
+            previous, step = step, _update(s)
             if step == previous:  # The loss scale overflowed: no update, nothing to save.
                 continue
-            if step % options.log_every_steps == 0 or step == total_steps:
-                loss, rate, mfu = progress.flush(step, learning_rate(step))
-            minutes = (time.time() - last_save) / 60.0
-            if step % options.save_checkpoints_steps == 0 or \
-                    cluster.agree(strategy, minutes >= options.save_checkpoints_minutes):
-                manager.save(checkpoint_number=step)
-                ledger.record(step)
-                saved_at, last_save = step, time.time()
-            if evaluator and step % options.eval.eval_every_steps == 0 and step < total_steps:
-                dev = evaluator.evaluate(step)
-                progress.pause(dev.seconds)
+            if step % s.options.log_every_steps == 0 or step == s.total_steps:
+                loss, rate, mfu = s.progress.flush(step, _learning_rate(s.hparams, step))
+            if step % s.options.save_checkpoints_steps == 0 or cluster.agree(
+                    s.strategy, s.saver.minutes_since() >= s.options.save_checkpoints_minutes):
+                s.saver.save(step)
+            if s.evaluator and step % s.options.eval.eval_every_steps == 0 \
+                    and step < s.total_steps:
+                dev = s.evaluator.evaluate(step)
+                s.progress.pause(dev.seconds)
     except KeyboardInterrupt:
-        if cluster.is_multi_worker_strategy(strategy):  # Saving is collective there.
+        if cluster.is_multi_worker_strategy(s.strategy):  # Saving is collective there.
             raise
-        progress.message(f"interrupted at step {step}: saving a checkpoint")
-        manager.save(checkpoint_number=step)
-        ledger.record(step)
+        s.progress.message(f"interrupted at step {step}: saving a checkpoint")
+        s.saver.save(step)
         raise
-    if saved_at != step:
-        manager.save(checkpoint_number=step)
-        ledger.record(step)
-    if chief:
-        progress.message(f"training FLOPs: {flop_count.format_flops(ledger.total)} in all "
-                         f"(the analytic count of t2t_lite.training.flops)")
-    if evaluator and (dev is None or dev.step != step):
-        dev = evaluator.evaluate(step)
+    return step, dev, loss, rate, mfu
+
+
+def train(problem, hparams, output_dir: str, data_dir: str | None = None,
+          options: TrainOptions = TrainOptions(), strategy=None,
+          log: Callable[[str], None] = print) -> TrainResult:
+    """Trains `problem` with `hparams`, resuming from `output_dir` if it holds a run.
+
+    Ends with a checkpoint of the last step and, on the chief, a dev evaluation
+    of it (`best/` kept by `DevEvaluator`).
+
+    Raises:
+      run_dir.RunDirError: `output_dir` holds a run of another problem or model.
+    """
+    # Under a multi-worker TF_CONFIG this must come before any TensorFlow op.
+    strategy = strategy or cluster.strategy_from_environment()
+    s = _start(problem, hparams, output_dir, data_dir, options, strategy, log)
+    step, dev, loss, rate, mfu = _run_steps(s)
+    if s.saver.saved_at != step:
+        s.saver.save(step)
+    if s.chief:
+        s.progress.message(f"training FLOPs: {flop_count.format_flops(s.ledger.total)} in all "
+                           f"(the analytic count of t2t_lite.training.flops)")
+    if s.evaluator and (dev is None or dev.step != step):
+        dev = s.evaluator.evaluate(step)
     cluster.remove_scratch(output_dir, strategy)
-    return TrainResult(step, loss, rate, manager.latest_checkpoint, dev, mfu, ledger.total)
+    return TrainResult(step, loss, rate, s.saver.manager.latest_checkpoint, dev, mfu,
+                       s.ledger.total)

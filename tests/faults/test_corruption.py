@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from t2t_lite.training.options import TrainOptions
 from t2t_lite import registry
 from t2t_lite.runs import checkpoints
+from t2t_lite.runs import weights
 from t2t_lite.training import trainer
 from t2t_lite.bin import avg_checkpoints, decoder, exporter
 from t2t_lite.runs.checkpoints import CheckpointError
@@ -25,14 +27,14 @@ def _train(out, steps):
     lines = []
     trainer.train(registry.problem("algorithmic_reverse"),
                   registry.hparams("tiny").override(TINY), str(out),
-                  options=trainer.TrainOptions(train_steps=steps, save_checkpoints_steps=2,
+                  options=TrainOptions(train_steps=steps, save_checkpoints_steps=2,
                                                log_every_steps=1000),
                   strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=lines.append)
     return lines
 
 
 def _weights(out, name=None):
-    model, *_ = checkpoints.load_model(str(out), name)
+    model, *_ = weights.load_model(str(out), name)
     return [np.array(w) for w in model.weights]
 
 

@@ -18,8 +18,9 @@ import tensorflow as tf
 from conftest import data_file
 from fault_helpers import processes, trainer_command, wait_for  # noqa: F401 (fixture)
 
+from t2t_lite import atomic
 from t2t_lite.runs import averaging
-from t2t_lite.runs import checkpoints
+from t2t_lite.runs import weights
 from t2t_lite.data import shards
 from t2t_lite.bin import decoder
 
@@ -54,10 +55,10 @@ def test_sigkill_during_averaging_then_rerun_cleans(run, processes):
         wait_for(lambda: process.poll() is not None, timeout=rng.uniform(0, 0.05))
         processes.kill(process)
         if os.path.exists(os.path.join(run, "averaged")):  # Whole, or not there at all.
-            checkpoints.load_model(run, "averaged")
+            weights.load_model(run, "averaged")
     averaging.average(run, [os.path.join(run, f"ckpt-{s}") for s in (3, 6, 9, 12)])
     assert not _staging(run)  # The next run removed what the killed ones left.
-    checkpoints.load_model(run, "averaged")
+    weights.load_model(run, "averaged")
 
 
 @pytest.mark.slow
@@ -85,7 +86,7 @@ def test_full_disk_while_averaging_keeps_the_old_averaged(run, monkeypatch):
     with pytest.raises(OSError):
         averaging.average(run, [os.path.join(run, "ckpt-9"), os.path.join(run, "ckpt-12")])
     monkeypatch.undo()
-    averaging.remove_staging(run, "averaged")  # What the next run does first.
+    atomic.remove_temporaries(run, "averaged")  # What the next run does first.
     assert _tree_hash(os.path.join(run, "averaged")) == before and not _staging(run)
 
 

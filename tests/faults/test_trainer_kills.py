@@ -20,6 +20,7 @@ import tensorflow as tf
 from fault_helpers import processes, trainer_command, wait_for  # noqa: F401 (fixture)
 
 from t2t_lite.runs import checkpoints
+from t2t_lite.runs import weights
 
 STEPS, SAVE, KILLS = 600, 5, 10
 ENV = dict(os.environ, PYTHONUNBUFFERED="1")
@@ -44,7 +45,7 @@ def _new_index(out, before):
 
 
 def _weights(out):
-    model, *_ = checkpoints.load_model(str(out))
+    model, *_ = weights.load_model(str(out))
     return [np.array(w) for w in model.weights]
 
 

@@ -1,0 +1,135 @@
+"""The package's layout: no import circle, and each subpackage imports only what
+the README's Layout table allows.
+
+The import graph is read statically (every `import` statement, those inside
+functions included) from the source files; the registry's lazy loading of
+problems, hparams sets and models goes through `importlib` by name and is the
+one circle the layout allows, so it is not in this graph.
+"""
+
+import ast
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SOURCES = {"t2t_lite": "t2t_lite", "problems": "t2t_lite.problems",
+           "hparams": "t2t_lite.hparams"}
+
+# Subpackage (or top-level module) -> what it may import, as README.md's Layout
+# table says. "ids", "errors", "atomic", "progress" are the leaves everyone may use.
+LEAVES = {"ids", "errors", "atomic", "progress"}
+ALLOWED = {
+    "t2t_lite": set(),
+    "ids": set(),
+    "errors": set(),
+    "atomic": {"errors"},
+    "progress": set(),
+    "registry": {"errors"},
+    "layers": set(),
+    "metrics": set(),
+    "parsing": {"metrics"},
+    "hparams": {"registry"},
+    "model": {"layers", "registry", "hparams"},
+    "data": {"registry"},
+    "decoding": {"data", "metrics", "hparams"},
+    "problems": {"data", "metrics", "parsing", "registry"},
+    "runs": {"registry", "hparams", "problems"},
+    "training": {"data", "decoding", "runs", "metrics", "problems", "hparams", "model",
+                 "registry"},
+    "serving": {"runs", "decoding", "data", "registry", "problems"},
+    "pictures": {"runs", "decoding", "data", "problems", "registry"},
+    "bin": None,  # The CLIs may import anything.
+}
+
+
+def _modules() -> dict[str, pathlib.Path]:
+    modules = {}
+    for directory, package in SOURCES.items():
+        for path in sorted((ROOT / directory).rglob("*.py")):
+            parts = list(path.relative_to(ROOT / directory).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            modules[".".join([package, *parts])] = path
+    return modules
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    graph = {name: set() for name in modules}
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}"
+                           in modules else node.module for alias in node.names]
+            else:
+                continue
+            graph[name].update(t for t in targets if t in modules and t != name)
+    return graph
+
+
+def _unit(module: str) -> str:
+    """t2t_lite.training.trainer -> "training"; t2t_lite.model -> "model"."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "t2t_lite"
+
+
+def _cycles(graph):
+    """Strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on_stack, found, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_circle():
+    assert _cycles(_graph()) == []
+
+
+def test_the_cycle_finder_finds_a_circle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_subpackages_import_only_what_the_layout_allows():
+    broken = []
+    for module, targets in _graph().items():
+        unit = _unit(module)
+        allowed = ALLOWED[unit]
+        if allowed is None:
+            continue
+        for target in targets:
+            other = _unit(target)
+            if other != unit and other not in allowed | LEAVES:
+                broken.append(f"{module} imports {target}")
+    assert broken == []
+
+
+def test_the_top_level_is_small():
+    top = sorted(p.stem for p in (ROOT / "t2t_lite").glob("*.py") if p.stem != "__init__")
+    assert top == sorted(LEAVES | {"registry", "model"})
+    assert set(ALLOWED) >= {p.name for p in (ROOT / "t2t_lite").iterdir()
+                            if (p / "__init__.py").exists()}
