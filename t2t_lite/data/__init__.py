@@ -1,1 +1,1 @@
-"""x"""
+"""Data: batching, TFRecord shards and their manifest, vocabularies, word classes, datagen."""

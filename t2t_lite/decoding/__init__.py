@@ -1,1 +1,1 @@
-"""x"""
+"""Decoding: beam search, the search glue, the decode policy, batched decoding, text in and out."""

@@ -1,6 +1,6 @@
 """The decode policy: how sources become the padded batch a search runs on, written once.
 
-t2t_lite-decoder (`decoding.py`, in Python over id lists) and the exported
+t2t_lite-decoder (`decoding/decoder.py`, in Python over id lists) and the exported
 SavedModel (`export.py`, in the graph) both follow these rules, so the
 exported model gives the ids the decoder gives. Each rule has its Python and
 its TensorFlow version side by side (`tests/test_decode_policy.py` checks that

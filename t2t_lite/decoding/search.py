@@ -91,7 +91,7 @@ def search(model, inputs, beam_size: int, alpha: float, max_decode_length: int,
 def decode_padded(model, inputs, options):
     """inputs int32 [B, S] (S a padded source length) -> (ids [B, K, L], scores [B, K]).
 
-    The search of `decoding.Decoder` and of the exported SavedModel alike:
+    The search of `t2t_lite.decoding.decoder.Decoder` and of the exported SavedModel alike:
     L = decode_policy.max_decode_length(S, extra_length).
     """
     max_length = decode_policy.max_decode_length(inputs.shape[1], options.extra_length)

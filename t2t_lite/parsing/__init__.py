@@ -1,1 +1,1 @@
-"""x"""
+"""Parsing: treebank trees, their linearization, and the tree-constrained search."""

@@ -1,1 +1,1 @@
-"""x"""
+"""Runs: a run directory's files, checkpoints, model weights, averaging, loading a run."""

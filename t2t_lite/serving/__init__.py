@@ -1,1 +1,1 @@
-"""x"""
+"""Serving: SavedModel export."""

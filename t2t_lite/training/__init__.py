@@ -1,1 +1,1 @@
-"""x"""
+"""Training: the trainer, its step, losses, schedules, Keras callbacks, clusters, FLOPs, dev evaluation."""
