@@ -22,6 +22,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # evalb_row
 
 
 def main():
@@ -32,6 +33,9 @@ def main():
     parser.add_argument("--data_dir", default=None)
     parser.add_argument("--split", default="test")
     parser.add_argument("--beam_size", type=int, default=None)
+    parser.add_argument("--system", default=None, help="a name for the rows (side by side)")
+    parser.add_argument("--field", action="append", default=[],
+                        help="key=value added to every row (numbers stay numbers)")
     parser.add_argument("--modes", default="constrained,tree_only,unconstrained",
                         help="constrained: the decoder's default (the tree constraint and, "
                              "with a word-level source, the tag dictionary); tree_only: "
@@ -43,7 +47,12 @@ def main():
     from t2t_lite.decoding.splits import decode_split
     from t2t_lite.metrics.evalb import evaluate, load_params, strict_f1
 
+    from evalb_row import cpu_model
+
     params = dataclasses.replace(load_params("COLLINS"), max_error=None)  # Score every line.
+    extra = {"cpu": cpu_model(), **dict(_field(item) for item in args.field)}
+    if args.system:
+        extra = {"system": args.system, "model": None, **extra}
     for name in args.checkpoints.split(",") if args.checkpoints else [None]:
         run = load_run(args.output_dir, name, args.data_dir)
         model, hparams, problem, path = run.model, run.hparams, run.problem, run.checkpoint
@@ -57,7 +66,9 @@ def main():
             seconds = time.time() - start
             result = evaluate(report.references, report.hypotheses, params)
             t = result.all
-            print(json.dumps({
+            if "model" in extra:
+                extra["model"] = hparams.model
+            print(json.dumps({**extra,
                 "checkpoint": os.path.basename(path), "mode": mode, "split": args.split,
                 "sentences": t.sentences, "beam_size": options.beam_size,
                 "alpha": options.alpha, "extra_length": options.extra_length,
@@ -67,6 +78,14 @@ def main():
                 "errors": t.errors, "skipped": t.skipped,
                 "tagging": round(t.tag_accuracy, 2), "decode_seconds": round(seconds, 1)}),
                 flush=True)
+
+
+def _field(item: str):
+    key, value = item.split("=", 1)
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value
 
 
 if __name__ == "__main__":

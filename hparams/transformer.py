@@ -1,4 +1,5 @@
-"""Registered hparams sets: the paper's base and big, parsing, tiny, Table 3.
+"""Registered hparams sets: the paper's base and big, parsing (plain and aligned), tiny,
+Table 3.
 
 Every set is `base` or `dataclasses.replace(base(), ...)`: one level deep, a
 comment per change. Released sets are never edited; add a new name instead.
@@ -71,6 +72,56 @@ def parsing_small() -> HParams:
         warmup_steps=1000,
         batch_size=2048,
         max_length=256,  # Covers the sample's longest linearized tree.
+        shared_embedding=False,
+        beam_size=21,
+        alpha=0.3,
+        extra_length=300,
+    )
+
+
+@register_hparams("parsing_aligned")
+def parsing_aligned() -> HParams:
+    """`parsing` with the decoder told the word of its next slot (issue 23).
+
+    `parsing`'s fields, repeated (one level deep); tests/test_aligned_model.py
+    checks that only `model` differs.
+    """
+    return dataclasses.replace(
+        base(),
+        model="aligned_transformer",  # t2t_lite.parsing.aligned_model: hard alignment.
+        num_layers=4,
+        d_model=1024,
+        d_ff=2048,
+        num_heads=8,
+        dropout_rate=0.2,
+        attention_dropout_rate=0.2,
+        max_length=512,
+        shared_embedding=False,
+        beam_size=21,
+        alpha=0.3,
+        extra_length=300,
+    )
+
+
+@register_hparams("parsing_small_aligned")
+def parsing_small_aligned() -> HParams:
+    """`parsing_small` with the decoder told the word of its next slot (issue 23).
+
+    `parsing_small`'s fields, repeated (one level deep); tests/test_aligned_model.py
+    checks that only `model` differs.
+    """
+    return dataclasses.replace(
+        base(),
+        model="aligned_transformer",  # t2t_lite.parsing.aligned_model: hard alignment.
+        num_layers=3,
+        d_model=256,
+        d_ff=1024,
+        num_heads=4,
+        dropout_rate=0.1,
+        attention_dropout_rate=0.1,
+        warmup_steps=1000,
+        batch_size=2048,
+        max_length=256,
         shared_embedding=False,
         beam_size=21,
         alpha=0.3,

@@ -102,6 +102,12 @@ class Problem(abc.ABC):
         """Target text -> ids without EOS (a given target to draw attention for)."""
         return self.encode(text)
 
+    def word_slot_ids(self) -> list[int] | None:
+        """The target ids that are word slots (each stands for the next source word,
+        in order), for a model aligned to them (`adapt`, e.g.
+        `t2t_lite.parsing.aligned_model`); None (the default): no alignment."""
+        return None
+
     # --- Raw data (t2t_lite-datagen) ---
     def corpora(self, raw_dir: str | None, options) -> dict[str, Corpus | None]:
         """split -> `Corpus`, or None for a split the raw data lacks (`needs_datagen`

@@ -248,6 +248,15 @@ class WsjParsing(Text2TextProblem):
             return reference
         return ptb.to_string(tree, top="TOP") if tree is not None else reference
 
+    def word_slot_ids(self) -> list[int]:
+        """The POS-tag ids of the target vocabulary (`token_tables` kind TAG): the
+        i-th one in a tree is the slot of the i-th input word."""
+        from t2t_lite.parsing.tree_constraint import TAG, token_tables
+
+        target = self.target_vocab
+        kinds = token_tables([target.id_to_piece(i) for i in range(target.vocab_size)])[0]
+        return [i for i, kind in enumerate(kinds) if kind == TAG]
+
     def decode_constraint(self, tag_dictionary: bool = True):
         """The tree constraint over this data_dir's vocabularies (built once).
 

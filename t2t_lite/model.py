@@ -24,6 +24,10 @@ checkpoints, averaging, decoding and export work with it unchanged
 - `grow_self_cache(self_cache, length)`: the self_cache padded to room for
   `length` positions (decoding grows it 16, 32, ..., L).
 
+Optional, before training: `adapt(problem)`: takes what the model needs from
+the problem before training, saved with its weights (the trainer calls it right
+after building the model; Keras `fit` users call it themselves).
+
 Optional, for pictures (`t2t_lite-visualize`): `attention_weights(features)` ->
 {"encoder": [B, H, S, S] per layer, "decoder": [B, H, T, T] per layer,
 "cross": [B, H, T, S] per layer}, the softmax weights of the model's own
@@ -179,10 +183,13 @@ class Transformer(keras.Model):
         ids = ops.ones((1, 2), dtype="int32")
         self({"inputs": ids, "targets": ids})
 
-    def _embed(self, ids, embedding, dropout, training, start_index=0):
-        """Token embedding x sqrt(d_model) + positional encoding, then dropout."""
+    def _embed(self, ids, embedding, dropout, training, start_index=0, extra=None):
+        """Token embedding x sqrt(d_model) + positional encoding (+ `extra`
+        [B, T, D], if given), then dropout."""
         x = embedding(ids)
         x = x + ops.expand_dims(self.position(x, start_index=start_index), 0)
+        if extra is not None:
+            x = x + extra
         return dropout(x, training=training)
 
     def encode(self, inputs, training=None, return_attention_scores=False):
@@ -217,7 +224,7 @@ class Transformer(keras.Model):
         weights [B, H, T, T] per layer, "cross": encoder-decoder weights
         [B, H, T, S] per layer}), all float32.
         """
-        x = self._embed(decoder_inputs, self.target_embedding, self.target_dropout, training)
+        x = self._decoder_input(decoder_inputs, encoder_output, input_mask, training)
         self_mask = causal_mask(ops.shape(decoder_inputs)[1])
         scores = {"decoder": [], "cross": []}
         for layer in self.decoder_layers:
@@ -230,6 +237,11 @@ class Transformer(keras.Model):
                 scores["cross"].append(weights["cross"])
         logits = self._logits(x)
         return (logits, scores) if return_attention_scores else logits
+
+    def _decoder_input(self, decoder_inputs, encoder_output, input_mask, training):
+        """The teacher-forced decoder stack's input [B, T, D] (a subclass' hook)."""
+        del encoder_output, input_mask
+        return self._embed(decoder_inputs, self.target_embedding, self.target_dropout, training)
 
     def call(self, features, training=None, return_attention_scores=False):
         """features {"inputs": [B, S], "targets": [B, T]} -> float32 logits [B, T, V].
@@ -269,6 +281,10 @@ class Transformer(keras.Model):
             "value": [B, H, S, d_v]}, "input_mask": bool [B, 1, S]}.
         """
         encoder_output, input_mask = self.encode(inputs, training=False)
+        return self._init_cache_from(encoder_output, input_mask, max_decode_length)
+
+    def _init_cache_from(self, encoder_output, input_mask, max_decode_length):
+        """`init_cache` from the encoder output [B, S, D] and mask [B, 1, S]."""
         batch, dtype = ops.shape(encoder_output)[0], encoder_output.dtype
         self_cache = []
         for layer in self.decoder_layers:
@@ -306,6 +322,11 @@ class Transformer(keras.Model):
         """
         x = self._embed(ops.expand_dims(ids, 1), self.target_embedding,
                         self.target_dropout, False, start_index=index)
+        return self._decode_layers_step(x, index, self_cache, cross_cache)
+
+    def _decode_layers_step(self, x, index, self_cache, cross_cache):
+        """The decoder stack on one position's input x [B, 1, D]: (logits [B, V],
+        the per-layer self_cache updated at `index`)."""
         max_len = ops.shape(self_cache[0]["key"])[2]
         valid = ops.reshape(ops.arange(max_len) <= index, (1, 1, -1))  # [1, 1, L]
         new_self_cache = []

@@ -26,7 +26,7 @@ ALLOWED = {
     "registry": {"errors"},
     "layers": set(),
     "metrics": set(),
-    "parsing": {"metrics"},
+    "parsing": {"metrics", "model", "registry"},
     "hparams": {"registry"},
     "model": {"layers", "registry", "hparams"},
     "data": {"registry"},

@@ -1,0 +1,154 @@
+"""The Transformer told which word its next slot is for: a hard alignment (issue 23).
+
+Constituency parsing as translation decodes a linearized tree
+(`t2t_lite.parsing.ptb.linearize`), `(S (NP NNP NNP )NP (VP VBZ )VP . )S`, in
+which the i-th POS tag is the slot of the i-th input word; the source is
+word-level (one id per word, then EOS). Where the plain Transformer must find
+that word by attention, this model is given it. At target position t let k_t
+be the number of word slots among the targets before t (k_0 = 0). The decoder
+stack's input at t is
+
+    E[y_{t-1}] sqrt(D) + PE(t) + W_a h[min(k_t, s)] + C[min(k_t, max_length)]
+
+then dropout (section 5.4), where h is the encoder output [B, S, D], s the
+position of the source's EOS (a k past the words reads EOS), W_a a learned
+D x D projection and C a learned count embedding of max_length + 1 rows.
+Hard-attention seq2seq parsers closed their gap this way (Ma et al. 2017;
+Liu, Zhu & Shi 2018).
+
+Which target ids are slots is the model's non-trainable float32 weight
+`word_slots` [V] (1.0 for a slot, zeros by default), filled by
+`adapt(problem)` from `problem.word_slot_ids()` (the trainer calls it after
+building the model). It is saved with the checkpoints, so the decoder, the
+averager and the exporter restore it without the problem.
+
+Cached decoding: self_cache is {"layers": the Transformer's per-layer caches,
+"count": int32 [B], k of the position last predicted}, so beam search
+reorders the counts with the beams; cross_cache adds "encoder_output"
+[B, S, D] and "source_last" int32 [B] (the index of EOS) to the Transformer's,
+so the search repeats them per beam.
+Only `keras.ops`. Shapes: B batch, S source length, T target length,
+D d_model, V target vocabulary, L maximum decode length.
+"""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+from keras import ops
+
+from t2t_lite.model import Transformer, shift_right
+from t2t_lite.registry import register_model
+
+
+def source_last(input_mask):
+    """bool [B, 1, S] source mask -> int32 [B], the index of each row's EOS (0 if empty)."""
+    lengths = ops.sum(ops.cast(input_mask[:, 0, :], "int32"), axis=1)
+    return ops.maximum(lengths - 1, 0)
+
+
+@register_model("aligned_transformer")
+@keras.saving.register_keras_serializable(package="t2t_lite")
+class AlignedTransformer(Transformer):
+    """`Transformer` whose decoder input also holds the encoder output at its word.
+
+    Takes the Transformer's arguments (its `max_length` bounds the count
+    embedding too); the model interface of `t2t_lite/model.py`, with `adapt`.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        d_model, dtype = self.layer_config.d_model, self.dtype_policy
+        self.alignment_projection = keras.layers.Dense(
+            d_model, use_bias=False, name="alignment_projection", dtype=dtype)
+        self.count_embedding = keras.layers.Embedding(
+            self.max_length + 1, d_model, name="count_embedding", dtype=dtype)
+        self.word_slots = self.add_weight(
+            shape=(self.target_vocab_size,), initializer="zeros", dtype="float32",
+            trainable=False, autocast=False, name="word_slots")
+
+    def adapt(self, problem):
+        """Fills `word_slots` from `problem.word_slot_ids()` (None: no slot, zeros).
+
+        Raises:
+          ValueError: an id outside the target vocabulary.
+        """
+        slots = np.zeros(self.target_vocab_size, np.float32)
+        ids = problem.word_slot_ids()
+        if ids is not None:
+            ids = np.asarray(list(ids), np.int64)
+            if ids.size and (ids.min() < 0 or ids.max() >= self.target_vocab_size):
+                raise ValueError(f"word slot ids must lie in [0, {self.target_vocab_size}); "
+                                 f"got {ids.min()}..{ids.max()}")
+            slots[ids] = 1.0
+        self.word_slots.assign(slots)
+
+    def _is_slot(self, ids):
+        """int ids [...] -> int32 [...]: 1 where the id is a word slot."""
+        return ops.cast(ops.take(self.word_slots, ops.cast(ids, "int32"), axis=0), "int32")
+
+    def slot_counts(self, targets):
+        """targets int [B, T] -> k int32 [B, T]: word slots among the targets before t."""
+        return ops.cumsum(self._is_slot(shift_right(targets)), axis=1)
+
+    def _alignment(self, counts, encoder_output, last):
+        """W_a h[min(k, s)] + C[min(k, max_length)]: counts int32 [B, T],
+        encoder_output [B, S, D], last int32 [B] -> [B, T, D]."""
+        shape, counts = ops.shape(encoder_output), ops.cast(counts, "int32")
+        position = ops.minimum(counts, ops.cast(last, "int32")[:, None])
+        rows = ops.arange(shape[0], dtype="int32")[:, None] * shape[1] + position
+        flat = ops.reshape(encoder_output, (-1, self.layer_config.d_model))
+        aligned = ops.take(flat, rows, axis=0)  # [B, T, D]: the output at word k_t.
+        count = self.count_embedding(ops.minimum(counts, self.max_length))
+        return self.alignment_projection(aligned) + count
+
+    def _decoder_input(self, decoder_inputs, encoder_output, input_mask, training):
+        """Target embedding + PE + the alignment term, then dropout: [B, T, D]."""
+        # decoder_inputs are the targets shifted right: an inclusive count is k_t.
+        counts = ops.cumsum(self._is_slot(decoder_inputs), axis=1)
+        extra = self._alignment(counts, encoder_output, source_last(input_mask))
+        return self._embed(decoder_inputs, self.target_embedding, self.target_dropout,
+                           training, extra=extra)
+
+    def init_cache(self, inputs, max_decode_length):
+        """Encodes `inputs` int32 [B, S] for cached decoding.
+
+        Returns:
+          self_cache: {"layers": the Transformer's self_cache (L =
+            max_decode_length), "count": int32 [B] zeros}.
+          cross_cache: the Transformer's, plus "encoder_output" [B, S, D] and
+            "source_last" int32 [B].
+        """
+        encoder_output, input_mask = self.encode(inputs, training=False)
+        layers, cross_cache = self._init_cache_from(encoder_output, input_mask,
+                                                    max_decode_length)
+        counts = ops.zeros((ops.shape(encoder_output)[0],), "int32")
+        cross_cache = {**cross_cache, "encoder_output": encoder_output,
+                       "source_last": source_last(input_mask)}
+        return {"layers": layers, "count": counts}, cross_cache
+
+    def grow_self_cache(self, self_cache, length):
+        """The per-layer caches padded to `length` positions; the counts kept."""
+        return {"layers": Transformer.grow_self_cache(self_cache["layers"], length),
+                "count": self_cache["count"]}
+
+    def decode_step(self, ids, index, self_cache, cross_cache):
+        """One cached decoder step (the model interface).
+
+        Args:
+          ids: int [B], the token at position `index - 1` (0 at index 0); a word
+            slot advances the row's count before it is read.
+          index: int32 scalar, the position being predicted.
+          self_cache, cross_cache: from `init_cache` (cross rows may be repeated
+            per beam).
+
+        Returns:
+          (float32 logits [B, V] for position `index`, updated self_cache).
+        """
+        counts = self_cache["count"] + self._is_slot(ids)
+        extra = self._alignment(counts[:, None], cross_cache["encoder_output"],
+                                cross_cache["source_last"])
+        x = self._embed(ops.expand_dims(ids, 1), self.target_embedding, self.target_dropout,
+                        False, start_index=index, extra=extra)
+        logits, layers = self._decode_layers_step(x, index, self_cache["layers"], cross_cache)
+        return logits, {"layers": layers, "count": counts}
