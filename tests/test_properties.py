@@ -9,6 +9,7 @@ overrides, the decoder's input reader and encoder, datagen's file readers.
 import gzip
 import os
 import tempfile
+import zlib
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -201,14 +202,22 @@ def _damaged_gzip(args):
                  st.tuples(st.binary(max_size=300), st.integers(0, 40),
                            st.one_of(st.none(), st.integers(0, 400))).map(_damaged_gzip)))
 def test_corrupt_gzip_gives_problem_error(data):
+    try:  # What a whole read of the stream gives: its line count, or None if unreadable.
+        text = gzip.decompress(data).decode("utf-8")
+        expected = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError):
+        expected = None
     with tempfile.TemporaryDirectory() as directory:
         path = os.path.join(directory, "train.en.gz")
         with open(path, "wb") as f:
             f.write(data)
         try:
-            count_lines(path)
+            count = count_lines(path)
         except ProblemError as e:
             assert path in str(e) and "\n" not in str(e)
+            assert expected is None, f"refused a readable file ({expected} lines): {e}"
+            return
+        assert count == expected  # A damaged file is refused, never counted.
 
 
 @SETTINGS

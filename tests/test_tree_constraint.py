@@ -109,6 +109,8 @@ def test_untrained_model_only_builds_trees_over_the_input_words(beam_size):
         ids, scores = _search(next_fn, inputs, beam_size, max_length, constraint)
         plain, _ = _search(next_fn, inputs, beam_size, max_length, None)
         for row, n in enumerate(counts):
+            # The search can always finish a tree, so the best hypothesis is a real one.
+            assert scores[row, 0] > -1e8, (n, scores[row].numpy())
             for k in range(beam_size):
                 if scores[row, k] > -1e8:  # Every real hypothesis returned.
                     assert ptb.is_well_formed(text(ids[row, k].numpy()), n), \
