@@ -133,3 +133,15 @@ def test_the_top_level_is_small():
     assert top == sorted(LEAVES | {"registry", "model"})
     assert set(ALLOWED) >= {p.name for p in (ROOT / "t2t_lite").iterdir()
                             if (p / "__init__.py").exists()}
+
+
+def test_no_library_function_over_sixty_lines():
+    """DESIGN.md: functions under about 60 lines, the CLIs' included."""
+    long = []
+    for module, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > 60:
+                    long.append(f"{module}.{node.name}: {lines} lines")
+    assert long == []
