@@ -69,21 +69,11 @@ class TreeFile:
         self.lines = lines
 
     def trees(self) -> list[ptb.Node]:
+        """Raises ProblemError naming the file and line (`ptb.read_tree_file`)."""
         try:
-            with open(self.path, encoding="utf-8") as f:
-                text = f.read()
-        except UnicodeDecodeError as e:
-            raise ProblemError(f"{self.path}: invalid UTF-8 at byte {e.start}; convert it "
-                               "to UTF-8 and rerun") from None
-        except OSError as e:
-            raise ProblemError(f"{self.path}: cannot read it ({e.strerror or e})") from None
-        if self.lines is not None:
-            rows = text.splitlines()
-            text = "\n".join(rows[i] for i in sorted(self.lines) if i < len(rows))
-        try:
-            return ptb.read_trees(text)
+            return ptb.read_tree_file(self.path, self.lines)
         except ptb.TreeError as e:
-            raise ProblemError(f"{self.path}: {e}") from None
+            raise ProblemError(str(e)) from None
 
 
 class TreebankCorpus:
@@ -226,16 +216,27 @@ class WsjParsing(Text2TextProblem):
         return [EvalbF1("COLLINS", count_errors=True)]
 
     def format_output(self, source: str, output: str) -> str:
-        """A linearized tree -> `(TOP ...)` over the input's words.
+        """A linearized tree -> `(TOP ...)` over the input's words, on one line.
 
-        An ill-formed one (only possible with --unconstrained) becomes a flat
-        tree of XX tags over the words, which EVALB counts as an error sentence.
+        Whatever the line holds, the tree has exactly its words (`source.split()`),
+        in order, and both tree readers (`ptb.read_trees`, t2t_lite-evalb) read it
+        back: raw brackets in a word are written with the treebank's escapes,
+        `(` -> `-LRB-` and `)` -> `-RRB-` (`ptb.escape_word`; braces and square
+        brackets stay as they are); reading keeps them escaped, as treebank words
+        are, and `ptb.unescape_word` undoes them. An ill-formed sequence, or one
+        with too few or too many word slots (only possible with --unconstrained,
+        or a source cut at max_length), becomes a flat tree of XX tags over the
+        words, which EVALB counts as an error sentence. An empty line gives "".
         """
         words = source.split()
+        if not words:
+            return ""
         try:
-            return ptb.to_string(ptb.delinearize(output, words), top="TOP")
+            tree = ptb.delinearize(output, words)
         except ptb.TreeError:
-            return "(TOP " + " ".join(f"(XX {w})" for w in words) + ")"
+            tree = ptb.Node("TOP", [ptb.Node("XX", word=w) for w in words])
+            return ptb.to_string(tree, top=None)
+        return ptb.to_string(tree, top="TOP")
 
     def format_reference(self, reference: str) -> str:
         """A raw treebank tree (`( (S (NP-SBJ ...) ...))`, traces and all) cleaned as

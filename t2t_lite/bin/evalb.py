@@ -34,7 +34,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     def run():
-        from t2t_lite.metrics import base, evalb
+        from t2t_lite.metrics import evalb, trees
 
         params = evalb.load_params(args.prm)
         if args.cutoff_len is not None:
@@ -43,21 +43,15 @@ def main(argv=None) -> int:
             params = dataclasses.replace(params, max_error=args.max_error)
         for warning in params.warnings:
             print(f"warning: {warning}", file=sys.stderr)
-        lines = {}
-        for name in ("gold", "test"):
-            path = getattr(args, name)
-            try:
-                lines[name] = base.read_lines(path)
-            except (IsADirectoryError, PermissionError) as e:
-                raise evalb.EvalbError(f"cannot read the {name} file {path}: "
-                                       f"{e.strerror}") from e
-        result = evalb.evaluate(lines["gold"], lines["test"], params)
+        gold, test = trees.read_file(args.gold, "gold"), trees.read_file(args.test, "test")
+        result = evalb.evaluate(gold, test, params, files=(f"the gold file {args.gold}",
+                                                           f"the test file {args.test}"))
         for message in result.messages:
             print(message, file=sys.stderr)
         sys.stderr.flush()
         sys.stdout.write(result.report())
 
-    return common.run("t2t_lite-evalb", run, args.verbose)
+    return common.run("t2t_lite-evalb", run, args.verbose, tensorflow=False)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,8 @@ this scorer marks the sentence as an error with zero figures and goes on.
 
 from __future__ import annotations
 
+import bisect
+import collections
 import dataclasses
 import math
 from typing import Iterable, Sequence
@@ -121,8 +123,6 @@ class Sentence(_Rates):
     correct_tags: int = 0
     messages: tuple[str, ...] = ()
 
-
-
     def row(self) -> str:
         return (f"{self.id:4d}  {self.length:3d}    {self.status:d}  "
                 f"{self.recall:6.2f} {self.precision:6.2f}   {self.matched:3d}    "
@@ -149,26 +149,61 @@ def score_sentence(index: int, gold_line: str, test_line: str, params: Params) -
             messages.append(f"Words unmatch ({gw}|{tw})")
             return Sentence(index, gold.length, 1, messages=tuple(messages))
     n_gold, n_test = _massage(gold, params), _massage(test, params)
-    matched = 0
-    for g in gold.brackets:
-        if g.result == 5:
-            continue
-        for t in test.brackets:
-            if (t.result == 0 and (g.start, g.end) == (t.start, t.end)
-                    and (not params.labeled or params.label_eq(g.label, t.label))):
-                g.result = t.result = 1
-                matched += 1
-                break
-    crossing = 0  # test brackets crossing some gold bracket
-    for t in test.brackets:
-        if t.result != 5 and any(
-                g.result != 5 and (g.start < t.start < g.end < t.end
-                                   or t.start < g.start < t.end < g.end)
-                for g in gold.brackets):
-            crossing += 1
+    matched = _match(gold.brackets, test.brackets, params)
+    crossing = _crossing([(b.start, b.end) for b in gold.brackets if b.result != 5],
+                         [(b.start, b.end) for b in test.brackets if b.result != 5])
     tags = sum(params.label_eq(g[1], t[1]) for g, t in zip(gold.words, test.words))
     return Sentence(index, gold.length, status, matched, n_gold, n_test, crossing,
                     len(gold.words), tags, tuple(messages))
+
+
+def _match(gold: list[trees.Bracket], test: list[trees.Bracket], params: Params) -> int:
+    """EVALB's matching: each gold bracket, in order, takes the first unmatched test
+    bracket of its span and an equal label (EQ_LABEL); marks both 1, returns the count.
+
+    Test brackets are pooled by (span, label), so deep or long trees cost linear time.
+    """
+    pool: dict[tuple[int, int, str], collections.deque] = {}
+    for index, t in enumerate(test):
+        if t.result == 0:
+            key = (t.start, t.end, t.label if params.labeled else "")
+            pool.setdefault(key, collections.deque()).append((index, t))
+    partners: dict[str, set[str]] = {}
+    for a, b in params.eq_labels:
+        partners.setdefault(a, set()).add(b)
+        partners.setdefault(b, set()).add(a)
+    matched = 0
+    for g in gold:
+        if g.result == 5:
+            continue
+        labels = {g.label} | partners.get(g.label, set()) if params.labeled else {""}
+        queues = [q for q in (pool.get((g.start, g.end, label)) for label in labels) if q]
+        if queues:
+            t = min(queues, key=lambda q: q[0][0]).popleft()[1]
+            g.result = t.result = 1
+            matched += 1
+    return matched
+
+
+def _crossing(gold: list[tuple[int, int]], test: list[tuple[int, int]]) -> int:
+    """How many test spans cross some gold span (g.start < t.start < g.end < t.end,
+    or the mirror image t.start < g.start < t.end < g.end), in O(n log n)."""
+    mirror = lambda spans: [(-e, -s) for s, e in spans]  # noqa: E731
+    left, right = _crossed_from_left(gold, test), _crossed_from_left(mirror(gold), mirror(test))
+    return sum(left[s, e] or right[-e, -s] for s, e in test)
+
+
+def _crossed_from_left(gold: list[tuple[int, int]],
+                       test: list[tuple[int, int]]) -> dict[tuple[int, int], bool]:
+    """test span -> whether a gold span starts before it and ends inside it."""
+    gold, ends, k, crossed = sorted(set(gold)), [], 0, {}
+    for s, e in sorted(set(test)):
+        while k < len(gold) and gold[k][0] < s:
+            bisect.insort(ends, gold[k][1])
+            k += 1
+        j = bisect.bisect_right(ends, s)  # The first gold end after s.
+        crossed[s, e] = j < len(ends) and ends[j] < e
+    return crossed
 
 
 @dataclasses.dataclass
@@ -212,13 +247,11 @@ class Totals(_Rates):
     def _per_valid(self, count: int, scale: float = 100.0) -> float:
         return scale * count / self.valid if self.valid > 0 else 0.0
 
-
     @property
     def fmeasure(self) -> float:
         """EVALB's 2PR/(P+R); NaN when both are 0, as EVALB prints."""
         p, r = self.precision, self.recall
         return 2 * p * r / (p + r) if p + r else math.nan
-
 
     def summary(self) -> dict[str, float]:
         """The block's lines, keyed as EVALB prints them."""
@@ -262,26 +295,36 @@ class Result:
 
 
 def evaluate(gold_lines: Iterable[str], test_lines: Iterable[str],
-             prm: str | Params | None = None) -> Result:
+             prm: str | Params | None = None,
+             files: tuple[str, str] = ("the gold file", "the test file")) -> Result:
     """Scores test trees against gold trees, one per line, as `evalb -p prm gold test`.
 
+    `files` name the gold and test lines in the MAX_ERROR message. Each message
+    is one line (characters that would break it are written as escapes, `\\u2028`).
+
     Raises:
-      EvalbError: more than the parameters' MAX_ERROR errors (as EVALB exits).
+      EvalbError: more than the parameters' MAX_ERROR errors (as EVALB exits); one
+        line naming the file and the line of the last.
     """
     params = load_params(prm)
     gold_lines, test_lines = list(gold_lines), list(test_lines)
     result = Result(params, [], Totals(), Totals(), [])
 
-    def error(index: int, message: str) -> None:
+    def error(index: int, message: str, side: int | None = None) -> None:  # 0 gold, 1 test
+        message = _one_line(message)
         result.messages.append(f"{index} : {message}")
         if params.max_error is not None and len(result.messages) - 1 > params.max_error:
+            for i, prefix in enumerate(("gold: ", "test: ")):
+                if message.startswith(prefix):
+                    side, message = i, message[len(prefix):]
+            where = " and ".join(files) if side is None else files[side]
             raise EvalbError(f"more than MAX_ERROR={params.max_error} errors, so EVALB "
-                             f"stops; the last: line {index}: {message} (raise MAX_ERROR in "
-                             "the parameter file to score anyway)")
+                             f"stops; the last: {where}, line {index}: {message} (raise "
+                             "MAX_ERROR in the parameter file to score anyway)")
 
     for index, gold_line in enumerate(gold_lines, 1):
         if index > len(test_lines):
-            error(index, "Number of lines unmatch (too many lines in gold file)")
+            error(index, "Number of lines unmatch (too many lines in gold file)", 0)
             break
         sentence = score_sentence(index, gold_line, test_lines[index - 1], params)
         for message in sentence.messages:
@@ -291,8 +334,17 @@ def evaluate(gold_lines: Iterable[str], test_lines: Iterable[str],
         if sentence.length <= params.cutoff_len:
             result.cut.add(sentence)
     if len(test_lines) > len(gold_lines):
-        error(len(gold_lines) + 1, "Number of lines unmatch (too many lines in test file)")
+        error(len(gold_lines) + 1, "Number of lines unmatch (too many lines in test file)", 1)
     return result
+
+
+def _one_line(message: str) -> str:
+    """`message` with the characters that end or break a line (and other unprintable
+    ones: \\x85, \\u2028, control characters) written as Python escapes."""
+    if message.isprintable():
+        return message
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+                   for c in message)
 
 
 class EvalbF1(Metric):

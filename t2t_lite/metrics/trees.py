@@ -100,6 +100,37 @@ def read(line: str, delete: Collection[str] = (), delete_for_length: Collection[
     return tree
 
 
+def read_file(path: str, name: str = "tree") -> list[str]:
+    """The lines of a UTF-8 file of trees, one tree a line, split at "\n" only (as EVALB).
+
+    `name` says which file it is in messages ("gold", "test").
+
+    Raises:
+      TreeError: the file is not UTF-8 or cannot be read; one line naming the
+        file and, for invalid UTF-8, the line and the byte.
+      FileNotFoundError: no such file.
+    """
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        raise TreeError(f"cannot read the {name} file {path}: {e.strerror or e}") from None
+    rows = data.split(b"\n")
+    if rows[-1] == b"":
+        rows.pop()
+    lines = []
+    for number, row in enumerate(rows, 1):
+        try:
+            lines.append(row.decode("utf-8"))
+        except UnicodeDecodeError as e:
+            raise TreeError(f"the {name} file {path}, line {number}: invalid UTF-8 (byte "
+                            f"0x{row[e.start]:02x} at byte {e.start + 1} of the line); "
+                            "convert it to UTF-8 and rerun") from None
+    return lines
+
+
 def validate_tree(line: str) -> None:
     """Raises TreeError unless `line` reads as balanced bracketed trees."""
     errors = read(line).errors

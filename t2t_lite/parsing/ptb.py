@@ -1,7 +1,10 @@
 """Penn Treebank trees for constituency parsing as sequence to sequence.
 
 Reading: `read_trees` reads bracketed trees from a `.mrg` file's text (several
-multi-line trees) or a one-tree-per-line file alike. `clean` does what
+multi-line trees) or a one-tree-per-line file alike (`read_tree_file` from a
+file; an error is one line naming the file and the line). Writing (`to_string`)
+escapes brackets in words (`escape_word`: `(` -> -LRB-, `)` -> -RRB-), so what
+is written reads back; no traversal recurses (5000-deep trees). `clean` does what
 parsers conventionally do before training and evaluating: remove traces and
 empty elements (`-NONE-`) with the constituents they leave empty, strip
 function tags and indices (NP-SBJ-1 -> NP, NP=2 -> NP), drop the outer
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from typing import Collection, Iterator
 
 from t2t_lite.metrics.base import TreeError
 
@@ -46,47 +50,83 @@ def _quote(text: str) -> str:
     return repr(text if len(text) <= 80 else text[:77] + "...")
 
 
-def read_trees(text: str) -> list[Node]:
+def read_trees(text: str, name: str | None = None, first_line: int = 1) -> list[Node]:
     """Every bracketed tree in `text` (`(TAG word)` is a preterminal).
+
+    `name` (a file's path) and `first_line` (the line `text` starts on) are for
+    messages. Words are kept as written: `-LRB-` stays `-LRB-` (`unescape_word`).
 
     Raises:
       TreeError: unbalanced brackets, text outside brackets, or a bracket
-        holding a word next to other elements.
+        holding a word next to other elements; one line, `NAME, line N: ...`.
     """
-    trees, stack = [], []
+    trees, stack, opened = [], [], []  # opened: the token index of each open bracket
     matches = list(_TOKEN.finditer(text))
     tokens = [m.group() for m in matches]
 
-    def near(i):  # The text around token i, for messages.
+    def fail(i, problem):  # Names the line of token i and quotes the text around it.
         start = matches[min(i, len(matches) - 1)].start() if matches else 0
-        return _quote(text[max(0, start - 40):start + 40])
+        line = first_line + text.count("\n", 0, start)
+        where = f"{name}, line {line}" if name else f"line {line}"
+        raise TreeError(f"{where}: {problem} near {_quote(text[max(0, start - 40):start + 40])}")
 
     i, n = 0, len(tokens)
     while i < n:
         token = tokens[i]
         if token == OPEN:
-            label = ""
+            start, label = i, ""
             if i + 1 < n and tokens[i + 1] not in (OPEN, CLOSE):
                 label, i = tokens[i + 1], i + 1
             if i + 1 < n and tokens[i + 1] not in (OPEN, CLOSE):  # (TAG word)
                 if i + 2 >= n or tokens[i + 2] != CLOSE:
-                    raise TreeError(f"a bracket holds a word and more ({label} "
-                                    f"{tokens[i + 1]} ...) near {near(i)}")
+                    fail(i, f"a bracket holds a word and more ({label} {tokens[i + 1]} ...)")
                 _attach(Node(label, word=tokens[i + 1]), stack, trees)
                 i += 3
                 continue
             stack.append(Node(label))
+            opened.append(start)
         elif token == CLOSE:
             if not stack:
-                raise TreeError(f"a close bracket with nothing open near {near(i)}")
+                fail(i, "a close bracket with nothing open")
+            opened.pop()
             _attach(stack.pop(), stack, trees)
         else:
-            raise TreeError(f"text outside brackets ({token!r}) near {near(i)}")
+            fail(i, f"text outside brackets ({token!r})")
         i += 1
     if stack:
-        raise TreeError(f"{len(stack)} bracket(s) left open at the end of "
-                        f"{_quote(text[-80:])}")
+        fail(opened[0], f"a bracket never closed ({len(stack)} left open at the end)")
     return trees
+
+
+def read_tree_file(path: str, lines: Collection[int] | None = None) -> list[Node]:
+    """Every tree of a UTF-8 file (`.mrg` or one tree a line); `lines`: only those (0-based).
+
+    Lines end at "\n", "\r\n" or "\r", as Python's text files (and an `.ids` file
+    beside a `.trees` file) count them.
+
+    Raises:
+      TreeError: the file cannot be read, is not UTF-8, or holds a tree that cannot
+        be read; one line naming the file and (but for an unreadable file) the line.
+    """
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise TreeError(f"{path}: cannot read it ({e.strerror or e})") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        before = data[:e.start].replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        line, column = before.count(b"\n") + 1, len(before) - before.rfind(b"\n")
+        raise TreeError(f"{path}, line {line}: invalid UTF-8 (byte "
+                        f"0x{data[e.start]:02x} at byte {column} of the line); convert it "
+                        "to UTF-8 and rerun") from None
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if lines is None:
+        return read_trees(text, path)
+    rows = text.split("\n")
+    return [tree for i in sorted(lines) if i < len(rows)
+            for tree in read_trees(rows[i], path, first_line=i + 1)]
 
 
 def _attach(node: Node, stack: list[Node], trees: list[Node]) -> None:
@@ -116,18 +156,33 @@ def clean(tree: Node) -> Node | None:
     return node
 
 
-def _clean(node: Node) -> Node | None:
-    if node.is_preterminal:
-        return None if node.label == "-NONE-" else Node(strip_label(node.label), word=node.word)
-    children = [c for c in (_clean(child) for child in node.children) if c is not None]
-    return Node(strip_label(node.label), children) if children else None
+def _clean(tree: Node) -> Node | None:
+    cleaned: dict[int, Node | None] = {}  # id(node) -> its copy, children first
+    for node, entering in _walk(tree):
+        if node.is_preterminal:
+            cleaned[id(node)] = None if node.label == "-NONE-" else \
+                Node(strip_label(node.label), word=node.word)
+        elif not entering:
+            children = [c for c in (cleaned.get(id(child)) for child in node.children)
+                        if c is not None]
+            cleaned[id(node)] = Node(strip_label(node.label), children) if children else None
+    return cleaned[id(tree)]
 
 
-def _leaves(tree: Node):
-    if tree.is_preterminal:
-        yield tree
-    for child in tree.children:
-        yield from _leaves(child)
+def _walk(tree: Node) -> Iterator[tuple[Node, bool]]:
+    """(node, entering) in text order: a phrase twice (entering, then leaving), a
+    preterminal once; a loop, not recursion, so 5000-deep trees are fine."""
+    stack = [(tree, True)]
+    while stack:
+        node, entering = stack.pop()
+        yield node, entering
+        if entering and not node.is_preterminal:
+            stack.append((node, False))
+            stack.extend((child, True) for child in reversed(node.children))
+
+
+def _leaves(tree: Node) -> Iterator[Node]:
+    return (node for node, _ in _walk(tree) if node.is_preterminal)
 
 
 def words(tree: Node) -> list[str]:
@@ -138,37 +193,64 @@ def tags(tree: Node) -> list[str]:
     return [leaf.label for leaf in _leaves(tree)]
 
 
+ESCAPES = {"(": "-LRB-", ")": "-RRB-"}  # What `escape_word` writes.
+UNESCAPES = {"-LRB-": "(", "-RRB-": ")", "-LCB-": "{", "-RCB-": "}", "-LSB-": "[",
+             "-RSB-": "]"}  # The treebank's bracket words, undone by `unescape_word`.
+_UNESCAPE = re.compile("|".join(map(re.escape, UNESCAPES)))
+
+
+def escape_word(word: str) -> str:
+    """A word (or label) as a tree writes it: `(` -> `-LRB-`, `)` -> `-RRB-`.
+
+    The Penn Treebank's escapes for the two characters both tree readers (this
+    module's and EVALB's) split at, so `f(x)` is written `f-LRB-x-RRB-`. Braces and
+    square brackets, which neither reader splits at, stay as they are (the
+    treebank writes them -LCB- -RCB- -LSB- -RSB-, but its words already hold
+    those). Reading does not undo the escapes (a tree's words are compared with
+    treebank words, which are written so); `unescape_word` does.
+    """
+    return "".join(ESCAPES.get(c, c) for c in word) if "(" in word or ")" in word else word
+
+
+def unescape_word(word: str) -> str:
+    """The raw text of a treebank word: -LRB- -> (, -RRB- -> ), -LCB- -> {, -RCB- -> },
+    -LSB- -> [, -RSB- -> ], anywhere in the word (so a word written `-LRB-` in
+    the input comes back as `(` too)."""
+    return _UNESCAPE.sub(lambda m: UNESCAPES[m.group()], word)
+
+
 def to_string(tree: Node, top: str | None = "TOP") -> str:
     """One line: `(TOP (S (NP (NNP Pierre)) ...))`; `top` wraps it (None: no wrapper).
 
     The form EVALB reads (COLLINS.prm deletes the TOP bracket), for gold and
-    parser output alike.
+    parser output alike. Brackets in words and labels are escaped (`escape_word`),
+    so both readers read back the words and tags written.
     """
-    def write(node: Node) -> str:
+    parts: list[str] = []
+    for node, entering in _walk(tree):
+        lead = " " if parts else ""
         if node.is_preterminal:
-            return f"({node.label} {node.word})"
-        return f"({node.label} " + " ".join(write(c) for c in node.children) + ")"
-
-    text = write(tree)
+            parts.append(f"{lead}({escape_word(node.label)} {escape_word(node.word)})")
+        elif entering:
+            parts.append(f"{lead}({escape_word(node.label)}")
+        else:
+            parts.append(")" if node.children else " )")
+    text = "".join(parts)
     return f"({top} {text})" if top is not None else text
 
 
 def linearize(tree: Node) -> str:
     """The target sequence: `(S (NP NNP NNP )NP (VP VBZ )VP . )S`."""
     tokens: list[str] = []
-
-    def walk(node: Node) -> None:
+    for node, entering in _walk(tree):
         if node.is_preterminal:
             tokens.append(node.label)
-            return
-        if not node.label or token_kind(OPEN + node.label) != "open":
+        elif not entering:
+            tokens.append(CLOSE + node.label)
+        elif not node.label or token_kind(OPEN + node.label) != "open":
             raise TreeError(f"a phrase without a label in {_quote(to_string(tree, None))}")
-        tokens.append(OPEN + node.label)
-        for child in node.children:
-            walk(child)
-        tokens.append(CLOSE + node.label)
-
-    walk(tree)
+        else:
+            tokens.append(OPEN + node.label)
     return " ".join(tokens)
 
 
