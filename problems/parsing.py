@@ -215,6 +215,11 @@ class WsjParsing(Text2TextProblem):
         selection prefers a model whose trees EVALB keeps."""
         return [EvalbF1("COLLINS", count_errors=True)]
 
+    def encode(self, text: str) -> list[int]:
+        """Source words -> ids, each word first written as the treebank writes it
+        (`ptb.treebank_word`: a raw `(` is the training data's `-LRB-`)."""
+        return super().encode(" ".join(ptb.treebank_word(w) for w in text.split()))
+
     def format_output(self, source: str, output: str) -> str:
         """A linearized tree -> `(TOP ...)` over the input's words, on one line.
 

@@ -350,6 +350,9 @@ def test_decode_lines_writes_readable_trees_with_an_untrained_model(tmp_path):
     generate(problem, str(tmp_path / "data"), str(raw), DatagenOptions(source_vocab_size=300),
              log=lambda *a: None)
     problem.set_data_dir(str(tmp_path / "data"))
+    # A raw bracket in the input is the treebank's escaped training word, not unknown.
+    assert problem.encode("( dog )") == problem.encode("-LRB- dog -RRB-")
+    assert problem.encode("( dog )") != problem.encode("qqq dog zzz")
     hparams = registry.hparams("parsing_small").override(
         "num_layers=1,d_model=16,d_ff=32,num_heads=2,dropout_rate=0.0")
     tf.keras.utils.set_random_seed(0)

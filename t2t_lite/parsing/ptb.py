@@ -212,6 +212,16 @@ def escape_word(word: str) -> str:
     return "".join(ESCAPES.get(c, c) for c in word) if "(" in word or ")" in word else word
 
 
+BRACKET_WORDS = {raw: escaped for escaped, raw in UNESCAPES.items()}  # "(" -> "-LRB-", ...
+
+
+def treebank_word(word: str) -> str:
+    """An input word as the treebank's training words write it: a bracket alone is
+    its escape (`(` -> `-LRB-`, `{` -> `-LCB-`, `[` -> `-LSB-`, ...), other raw
+    brackets `escape_word`'s; treebank words come back unchanged."""
+    return BRACKET_WORDS.get(word) or escape_word(word)
+
+
 def unescape_word(word: str) -> str:
     """The raw text of a treebank word: -LRB- -> (, -RRB- -> ), -LCB- -> {, -RCB- -> },
     -LSB- -> [, -RSB- -> ], anywhere in the word (so a word written `-LRB-` in
