@@ -19,6 +19,12 @@ new key/value into the self-attention cache at each step, each swapped in for
 (XlaDynamicUpdateSlice in TensorFlow, the library's), a select over the
 cache (`ops.where`) and a scatter of the B x H new rows (`ops.scatter_update`).
 One JSON line per variant: median seconds per batch.
+
+Every row also says `core` (`--core`: what else ran on the cores it used, e.g.
+"dedicated (taskset, nothing else on it)" or "shared with a training run") and
+the machine (`machine.py`: CPU model, cores, load average, float32 matmul peak
+at `--threads`), and is appended to `--out` (default
+benchmarks/results/decode_profile.jsonl; "-" prints only).
 """
 
 from __future__ import annotations
@@ -26,7 +32,6 @@ from __future__ import annotations
 import argparse
 import collections
 import glob
-import json
 import os
 import statistics
 import sys
@@ -42,6 +47,7 @@ import tensorflow as tf  # noqa: E402
 from tensorflow.tsl.profiler.protobuf import xplane_pb2  # noqa: E402
 
 import decode_speed  # noqa: E402
+from machine import RESULTS, append_row, machine_fields  # noqa: E402
 from keras import ops  # noqa: E402
 
 from t2t_lite import registry  # noqa: E402
@@ -97,7 +103,34 @@ CACHE_WRITES = {"slice_update": attention.write_position,  # The library's.
                 "select": _select, "scatter": _scatter}
 
 
-def compare_cache_writes(args, make_batch):
+def cache_write_row(args, name: str, seconds: list[float], machine: dict) -> dict:
+    """The row of one cache write: median seconds per batch over `seconds`."""
+    median = statistics.median(seconds)
+    return {"bench": "decode_cache_write", "size": args.size, "jit": args.jit,
+            "threads": args.threads, "cache_write": name, "batches": len(seconds),
+            "median_seconds_per_batch": round(median, 4),
+            "tgt_tokens_per_s": round(decode_speed.BATCH * decode_speed.NEW_TOKENS / median, 1),
+            "core": args.core, **machine}
+
+
+def profile_row(args, wall: float, seconds: dict, counts: dict, logdir: str,
+                machine: dict) -> dict:
+    """The profile row: wall and kernel seconds per batch, op runs per step, the top op types."""
+    kernel = sum(seconds.values()) / args.batches
+    steps = args.batches * decode_speed.NEW_TOKENS
+    ranked = sorted(seconds.items(), key=lambda item: -item[1])[:args.top]
+    top = [{"op": kind, "seconds_per_batch": round(s / args.batches, 4),
+            "share": round(s / args.batches / kernel, 4),
+            "per_step": round(counts[kind] / steps, 1)} for kind, s in ranked]
+    return {"bench": "decode_profile", "size": args.size, "jit": args.jit,
+            "threads": args.threads,
+            "wall_seconds_per_batch": round(wall, 4),
+            "kernel_seconds_per_batch": round(kernel, 4),
+            "op_executions_per_step": round(sum(counts.values()) / steps, 1),
+            "top": top, "logdir": logdir, "core": args.core, **machine}
+
+
+def compare_cache_writes(args, make_batch, machine):
     """Median seconds per batch of each cache write, interleaved over rounds."""
     overrides, vocab = decode_speed.SIZES[args.size]
     decodes, library = {}, attention.write_position
@@ -116,13 +149,7 @@ def compare_cache_writes(args, make_batch):
                 decode(inputs)[0].numpy()
                 times[name].append(time.perf_counter() - start)
     for name, seconds in times.items():
-        print(json.dumps({"bench": "decode_cache_write", "size": args.size, "jit": args.jit,
-                          "threads": args.threads, "cache_write": name,
-                          "batches": len(seconds),
-                          "median_seconds_per_batch": round(statistics.median(seconds), 4),
-                          "tgt_tokens_per_s": round(decode_speed.BATCH * decode_speed.NEW_TOKENS
-                                                    / statistics.median(seconds), 1)}),
-              flush=True)
+        append_row(cache_write_row(args, name, seconds, machine), args.out)
 
 
 def main():
@@ -134,9 +161,15 @@ def main():
     parser.add_argument("--threads", type=int, default=2, help="intra-op threads")
     parser.add_argument("--compare_cache_writes", action="store_true")
     parser.add_argument("--rounds", type=int, default=3, help="with --compare_cache_writes")
+    parser.add_argument("--core", default=None,
+                        help='what else ran on its cores, e.g. "dedicated (taskset, nothing '
+                             'else on it)" or "shared with a training run"')
+    parser.add_argument("--out", default=os.path.join(RESULTS, "decode_profile.jsonl"),
+                        help="rows are appended here (- : print only)")
     args = parser.parse_args()
     tf.config.threading.set_intra_op_parallelism_threads(args.threads)
     tf.config.threading.set_inter_op_parallelism_threads(1)
+    machine = machine_fields()  # At --threads, before any decoding.
     overrides, vocab = decode_speed.SIZES[args.size]
     rng = np.random.default_rng(1234)
 
@@ -146,7 +179,7 @@ def main():
         return tf.constant(np.concatenate([ids, eos], axis=1).astype(np.int32))
 
     if args.compare_cache_writes:
-        return compare_cache_writes(args, batch)
+        return compare_cache_writes(args, batch, machine)
     model = weights.build_model(registry.hparams("base").override(overrides), vocab)
     decode = decode_speed.make_decode(model, args.jit)
     decode(batch())[0].numpy()  # Trace (and compile) outside the profile.
@@ -158,19 +191,9 @@ def main():
     wall = (time.perf_counter() - start) / args.batches
     tf.profiler.experimental.stop()
     seconds, counts = op_times(logdir)
-    kernel = sum(seconds.values()) / args.batches
-    steps = args.batches * decode_speed.NEW_TOKENS
-    top = [{"op": kind, "seconds_per_batch": round(s / args.batches, 4),
-            "share": round(s / args.batches / kernel, 4),
-            "per_step": round(counts[kind] / steps, 1)}
-           for kind, s in seconds.most_common(args.top)]
-    row = {"bench": "decode_profile", "size": args.size, "jit": args.jit,
-           "threads": args.threads,
-           "wall_seconds_per_batch": round(wall, 4),
-           "kernel_seconds_per_batch": round(kernel, 4),
-           "op_executions_per_step": round(sum(counts.values()) / steps, 1),
-           "top": top, "logdir": logdir}
-    print(json.dumps(row), flush=True)
+    row = profile_row(args, wall, seconds, counts, logdir, machine)
+    append_row(row, args.out)
+    kernel, top = row["kernel_seconds_per_batch"], row["top"]
     print(f"wall {wall:.3f} s/batch, kernels {kernel:.3f} s/batch, "
           f"{row['op_executions_per_step']} op runs per step", file=sys.stderr)
     for item in top:

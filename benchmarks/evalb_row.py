@@ -15,22 +15,12 @@ import argparse
 import dataclasses
 import json
 import os
-import platform
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-
-def cpu_model() -> str:
-    """The processor's model name (/proc/cpuinfo), or platform's word for it."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+from machine import cpu_model  # noqa: E402
 
 
 def main():

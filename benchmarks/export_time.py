@@ -1,21 +1,28 @@
 """Time and size of `t2t_lite-exporter` for a randomly initialized model.
 
     python benchmarks/export_time.py                    # base, 37,000-token vocabulary
-    python benchmarks/export_time.py --hparams tiny --vocab 16
+    python benchmarks/export_time.py --hparams=tiny --vocab=12
 
 Writes a run directory (hparams, problem, one checkpoint of random weights) for the
 ids-only problem algorithmic_reverse with the given vocabulary size, exports it with
 `export.export` (the exporter CLI's library call: `translate_ids`, one traced search per
-padded source length), and prints one JSON line: seconds, MiB on disk, parameters.
+padded source length), and appends one JSON row to --out (default
+benchmarks/results/export_time.jsonl; "-" prints only): hparams, vocabulary,
+parameters, the traced source lengths, seconds, MiB on disk, the signatures, and
+the machine (`machine.py`: CPU model, cores, load average, float32 matmul peak).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import datetime
 import os
+import sys
 import tempfile
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, HERE)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
@@ -25,14 +32,28 @@ from t2t_lite.runs import weights
 from t2t_lite.decoding import decode_policy
 from t2t_lite.serving import export
 from t2t_lite.runs import run_dir
+from machine import RESULTS, append_row, machine_fields  # noqa: E402
+
+
+
+def export_row(hparams_name, vocab, params, result, source_lengths, machine) -> dict:
+    """The row of one export: `result` is `export.export`'s (seconds, size_bytes, signatures)."""
+    return {"bench": "export", "date": datetime.date.today().isoformat(),
+            "hparams": hparams_name, "vocab": vocab, "params": params,
+            "seconds": round(result.seconds, 1), "mib": round(result.size_bytes / 2**20, 1),
+            "source_lengths": list(source_lengths), "signatures": list(result.signatures),
+            "tensorflow": tf.__version__, **machine}
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hparams", default="base")
     parser.add_argument("--vocab", type=int, default=37000)
+    parser.add_argument("--out", default=os.path.join(RESULTS, "export_time.jsonl"),
+                        help="the row is appended here (- : print only)")
     args = parser.parse_args()
     tf.config.threading.set_intra_op_parallelism_threads(2)
+    machine = machine_fields()  # Before the export, in the same process.
     hparams = registry.hparams(args.hparams)
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "run")
@@ -43,13 +64,9 @@ def main():
             tf.train.Checkpoint(model=weights.model_weights(model)), out, max_to_keep=1,
             checkpoint_name="ckpt").save(checkpoint_number=1)
         result = export.export(out, os.path.join(tmp, "export"))
-        print(json.dumps({
-            "bench": "export", "hparams": args.hparams, "vocab": args.vocab,
-            "params": model.count_params(), "seconds": round(result.seconds, 1),
-            "mib": round(result.size_bytes / 2**20, 1),
-            "source_lengths": decode_policy.source_buckets(hparams.max_length),
-            "signatures": list(result.signatures), "tensorflow": tf.__version__,
-        }), flush=True)
+        append_row(export_row(args.hparams, args.vocab, model.count_params(), result,
+                              decode_policy.source_buckets(hparams.max_length), machine),
+                   args.out)
 
 
 if __name__ == "__main__":

@@ -23,19 +23,29 @@ between runs and `--vocab_size` sets its vocabulary (a new data dir per size).
 instead of training (`--minutes` then labels them). `--held_out` also scores
 test_2017_flickr and test_2017_mscoco with beam 4 and averaging: do it once,
 with the final recipe, never to choose anything.
+
+Every row also carries the training rate (`train_tokens_per_s`: target tokens/s
+of the trainer's log windows up to the checkpoint, read from the run's
+TensorBoard events, so `--evaluate` rows have it too), `--system` (a name for
+side-by-side tables), `--field key=value` pairs, and the machine (`machine.py`:
+CPU model, cores, load average, float32 matmul peak). Rows go to stdout and,
+with `--out=benchmarks/results/multi30k.jsonl`, are appended there too.
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
-import json
 import math
 import os
+import statistics
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from machine import append_row, machine_fields, parse_field  # noqa: E402
 
 TEST = "test_2016_flickr"
 DEV = "val"
@@ -96,7 +106,53 @@ def score_checkpoint(run, name, problem, hparams, data_dir, tests, average, held
     return record
 
 
-def main():
+def train_rates(windows: list[tuple[int, float]], step: int) -> dict | None:
+    """Target tokens/s of the log windows up to `step`: count, median, p10, p90, min, max.
+
+    `windows` are (step, tokens/s) as the trainer wrote them to TensorBoard
+    (OUTPUT_DIR/train, tag tokens_per_second); a resumed session's first window
+    holds its tracing, hence the deciles. None without any window.
+    """
+    rates = [rate for at, rate in windows if at <= step]
+    if not rates:
+        return None
+    deciles = statistics.quantiles(rates, n=10) if len(rates) > 1 else [rates[0]] * 9
+    return {"windows": len(rates), "median": round(statistics.median(rates), 1),
+            "p10": round(deciles[0], 1), "p90": round(deciles[-1], 1),
+            "min": round(min(rates), 1), "max": round(max(rates), 1)}
+
+
+def run_rates(run: str, step: int) -> dict | None:
+    """`train_rates` of the run directory `run` (its TensorBoard events)."""
+    from t2t_lite.pictures.plot import read_scalars
+
+    return train_rates(read_scalars(os.path.join(run, "train")).get("tokens_per_second", []),
+                       step)
+
+
+def stage_row(common: dict, trained: dict | None, scored: dict, rates: dict | None) -> dict:
+    """One stage's row: `common` (system, fields, machine), what training measured, the scores."""
+    row = {}
+    if "system" in common:
+        row["system"] = common["system"]
+    row.update(trained or {})
+    row.update(scored)
+    row["train_tokens_per_s"] = rates
+    row.update({k: v for k, v in common.items() if k != "system"})
+    return row
+
+
+def trained_fields(minutes, args, data_dir, seconds, result) -> dict:
+    """What a training stage measured: budget, hparams, wall seconds, last window's tokens/s."""
+    rate = result.tokens_per_second
+    return {"minutes": minutes, "hparams": args.hparams, "scored_on": args.first,
+            "data_dir": data_dir, "overrides": args.hparams_overrides,
+            "wall_seconds": round(seconds, 1),
+            # The last log window's rate; None (JSON null) when the run was too short to log.
+            "tokens_per_second": round(rate, 1) if math.isfinite(rate) else None}
+
+
+def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--raw_dir", required=True, help="Multi30k task 1 raw files")
@@ -119,13 +175,31 @@ def main():
                         help="score only the first N test sentences (smoke tests)")
     parser.add_argument("--held_out", action="store_true",
                         help="also score the 2017 test sets (once, at the end)")
-    args = parser.parse_args()
+    parser.add_argument("--system", default=None, help="a name for the rows (side by side)")
+    parser.add_argument("--field", action="append", default=[],
+                        help="key=value added to every row (numbers stay numbers)")
+    parser.add_argument("--out", default=None,
+                        help="also append the rows here (benchmarks/results/multi30k.jsonl)")
+    args = parser.parse_args(argv)
+    args.first = TEST if args.score_on == "test" else DEV
+    return args
 
+
+def read_tests(args) -> dict:
+    """name -> (source lines, reference lines) of the scored sets."""
+    names = [args.first] + (list(HELD_OUT) if args.held_out else [])
+    limit = args.test_limit or None
+    return {name: (read_text(args.raw_dir, name + ".en")[:limit],
+                   read_text(args.raw_dir, name + ".de")[:limit]) for name in names}
+
+
+def main():
+    args = parse_args()
     from t2t_lite import registry
     from t2t_lite.data import datagen
+    from t2t_lite.data.options import DatagenOptions
     from t2t_lite.runs import run_dir
     from t2t_lite.training import trainer
-    from t2t_lite.data.options import DatagenOptions
     from t2t_lite.training.options import EvalOptions, TrainOptions
 
     data_dir = args.data_dir or os.path.join(args.work_dir, "data")
@@ -136,24 +210,24 @@ def main():
                          DatagenOptions(vocab_size=args.vocab_size),
                          log=lambda line: print(line, file=sys.stderr))
     problem.set_data_dir(data_dir)
-    first = TEST if args.score_on == "test" else DEV
-    names = [(first, read_text(args.raw_dir, first + ".en"), read_text(args.raw_dir, first + ".de"))]
-    if args.held_out:
-        names += [(t, read_text(args.raw_dir, t + ".en"), read_text(args.raw_dir, t + ".de"))
-                  for t in HELD_OUT]
-    limit = args.test_limit or None
-    tests = {name: (lines[:limit], refs[:limit]) for name, lines, refs in names}
+    tests = read_tests(args)
     budgets = [float(m) for m in args.minutes.split(",") if m]
+    common = {**({"system": args.system} if args.system else {}),
+              **dict(parse_field(item) for item in args.field), **machine_fields()}
+
+    def emit(trained, name, hparams, last):
+        scored = score_checkpoint(run, name, problem, hparams, data_dir, tests,
+                                  args.average, args.held_out and last)
+        append_row(stage_row(common, trained, scored, run_rates(run, scored["step"])),
+                   args.out)
 
     if args.evaluate:
         hparams = run_dir.read_run(run)[0]
-        for i, name in enumerate(args.evaluate.split(",")):
-            record = {"minutes": budgets[i] if i < len(budgets) else None, "scored_on": first}
-            record.update(score_checkpoint(run, name, problem, hparams, data_dir, tests,
-                                           args.average, args.held_out and i == len(budgets) - 1))
-            print(json.dumps(record), flush=True)
+        names = args.evaluate.split(",")
+        for i, name in enumerate(names):
+            emit({"minutes": budgets[i] if i < len(budgets) else None,
+                  "scored_on": args.first}, name, hparams, i == len(budgets) - 1)
         return
-
     hparams = registry.hparams(args.hparams).override(args.hparams_overrides)
     done = 0.0
     for i, minutes in enumerate(budgets):
@@ -164,17 +238,8 @@ def main():
             eval=EvalOptions(eval_decode_examples=args.eval_decode_examples)),
             log=lambda line: None)
         done = minutes
-        record = {"minutes": minutes, "hparams": args.hparams, "scored_on": first,
-                  "data_dir": data_dir,
-                  "overrides": args.hparams_overrides,
-                  "wall_seconds": round(time.time() - start, 1),
-                  # None (JSON null) when the run was too short to log a rate.
-                  "tokens_per_second": (round(result.tokens_per_second, 1)
-                                        if math.isfinite(result.tokens_per_second) else None)}
-        record.update(score_checkpoint(
-            run, os.path.basename(result.checkpoint), problem, hparams, data_dir, tests,
-            args.average, args.held_out and i == len(budgets) - 1))
-        print(json.dumps(record), flush=True)
+        emit(trained_fields(minutes, args, data_dir, time.time() - start, result),
+             os.path.basename(result.checkpoint), hparams, i == len(budgets) - 1)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # evalb_row
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # machine
 
 
 def main():
@@ -47,7 +47,7 @@ def main():
     from t2t_lite.decoding.splits import decode_split
     from t2t_lite.metrics.evalb import evaluate, load_params, strict_f1
 
-    from evalb_row import cpu_model
+    from machine import cpu_model
 
     params = dataclasses.replace(load_params("COLLINS"), max_error=None)  # Score every line.
     extra = {"cpu": cpu_model(), **dict(_field(item) for item in args.field)}

@@ -8,7 +8,11 @@ Held-out sequences never occur in training: every possible sequence belongs to
 exactly one split by a hash of its symbols (about 1 in 10 is held out, split
 between dev and test), and each split only samples its own sequences. Examples
 are drawn with lengths uniform in [min_length, max_length] from a fixed seed, so
-the same problem always yields the same data.
+the same problem always yields the same data. The held-out splits (dev, test)
+are drawn without replacement: their 1,000 sequences each are distinct. Lengths
+1-3 have 10, 100 and 1,000 possible sequences, about 1 in 20 of them in each
+held-out split: fewer than their share of 1,000 (about 83), so most are of
+lengths 4-12 (951 of the test split's). Training sequences repeat.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ class AlgorithmicProblem(Problem):
     max_length = 12
     split_sizes = {"train": 200_000, "dev": 1_000, "test": 1_000}
     seeds = {"train": 1, "dev": 2, "test": 3}
+    distinct_splits = ("dev", "test")  # Drawn without replacement.
 
     def __init__(self):
         self._cache: dict[str, np.ndarray] = {}
@@ -64,18 +69,33 @@ class AlgorithmicProblem(Problem):
         return self._cache[split]
 
     def _sample(self, split: str) -> list[np.ndarray]:
+        """Draws until `split_sizes[split]` sequences of `split` (distinct ones if held out)."""
         rng = np.random.default_rng(self.seeds[split])
         wanted = self.split_sizes[split]
+        distinct = split in self.distinct_splits
         out: list[np.ndarray] = []
-        while len(out) < wanted:
+        seen: set[tuple[int, ...]] = set()
+        for _ in range(1000):  # Rounds of `wanted` draws; the built-in splits need a few.
+            if len(out) == wanted:
+                return out
             lengths = rng.integers(self.min_length, self.max_length + 1, size=wanted)
             symbols = rng.integers(0, self.num_symbols, size=(wanted, self.max_length))
             for length, row in zip(lengths, symbols):
                 seq = row[:length]
-                if split_of(seq) == split:
-                    out.append(seq)
-                    if len(out) == wanted:
-                        break
+                if split_of(seq) != split:
+                    continue
+                if distinct:
+                    key = tuple(int(s) for s in seq)
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                out.append(seq)
+                if len(out) == wanted:
+                    break
+        if len(out) < wanted:
+            kind = "distinct sequences" if distinct else "sequences found in 1,000 rounds"
+            raise ProblemError(f"{self.name}: the {split} split has fewer than {wanted:,} "
+                               f"{kind}; lower split_sizes or raise max_length")
         return out
 
     def examples(self, split: str, data_dir: str | None = None) -> tf.data.Dataset:

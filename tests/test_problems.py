@@ -31,8 +31,19 @@ def test_held_out_never_in_training():
     assert not train.intersection(test) and not train.intersection(dev)
     assert not set(test).intersection(dev)
     assert all(split_of(s) == "test" for s in test)
+    assert len(set(test)) == 1000 and len(set(dev)) == 1000  # Distinct (no replacement).
     lengths = {len(s) for s in test}
     assert min(lengths) >= 1 and max(lengths) == 12 and len(lengths) >= 10
+
+
+def test_too_few_distinct_held_out_sequences_is_a_clear_error():
+    class Tiny(registry.problem("algorithmic_copy").__class__):
+        num_symbols, max_length = 2, 2  # 6 sequences in all, about 1 in 20 held out.
+        split_sizes = {"train": 10, "dev": 10, "test": 10}
+
+    assert len(Tiny().sequences("train")) == 10  # Training sequences may repeat.
+    with pytest.raises(ProblemError, match="fewer than 10 distinct"):
+        Tiny().sequences("test")
 
 
 def test_deterministic():

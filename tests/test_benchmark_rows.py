@@ -1,0 +1,166 @@
+"""The benchmark scripts' raw rows carry the fields benchmarks/results/README.md documents.
+
+Each script builds its row in one function; these tests call it with fake
+measurements (nothing is trained, decoded or exported), so a script that stops
+writing a field, or the machine fields, fails here.
+"""
+
+import json
+import os
+import sys
+import types
+
+BENCHMARKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks")
+sys.path.insert(0, BENCHMARKS)
+
+import decode_profile  # noqa: E402
+import demo  # noqa: E402
+import export_time  # noqa: E402
+import machine  # noqa: E402
+import multi30k  # noqa: E402
+from t2t_lite.problems.algorithmic import AlgorithmicReverse  # noqa: E402
+from t2t_lite.registry import register_problem  # noqa: E402
+
+MACHINE = {"cpu", "cores", "load_average", "peak_gflops"}
+FAKE_MACHINE = machine.machine_fields(peak_flops=476e9)
+
+
+def test_machine_fields_and_rows(tmp_path, capsys):
+    assert set(FAKE_MACHINE) == MACHINE == set(machine.MACHINE_FIELDS)
+    assert FAKE_MACHINE["peak_gflops"] == 476.0 and FAKE_MACHINE["cpu"]
+    assert machine.parse_field("minutes=30") == ("minutes", 30)
+    assert machine.parse_field("core=one core") == ("core", "one core")
+    path = tmp_path / "results" / "rows.jsonl"
+    machine.append_row({"a": 1}, str(path))
+    machine.append_row({"b": 2}, "-")
+    assert [json.loads(line) for line in path.read_text().splitlines()] == [{"a": 1}]
+    assert capsys.readouterr().out.splitlines() == ['{"a": 1}', '{"b": 2}']
+
+
+def test_demo_recipe_is_the_makefiles():
+    recipe = demo.demo_recipe(os.path.join(BENCHMARKS, "..", "Makefile"), "/w/demo_out", "/v/bin")
+    assert [demo.stage_name(argv) for argv in recipe] == ["clean", "train", "average", "decode"]
+    text = " ".join(" ".join(argv) for argv in recipe)
+    assert "$(" not in text and "--output_dir=/w/demo_out" in text
+    assert recipe[1][0] == "/v/bin/t2t_lite-trainer"
+    assert "--hparams_overrides=dropout_rate=0.0,learning_rate_scale=0.5," \
+           "min_length_bucket=14" in recipe[1]
+    assert recipe[2][1:] == ["--output_dir=/w/demo_out", "--last=5"]
+    assert "--checkpoint=averaged" in recipe[3] and "--batch_size=250" in recipe[3]
+
+
+def _trainer_log(tmp_path):
+    """A trainer log: TrainProgress's own window lines, and the dev evaluator's format."""
+    from t2t_lite.progress import TrainProgress
+
+    lines = ["training algorithmic_reverse with 924,556 parameters on 1 replica(s), 1400 steps"]
+    progress = TrainProgress(str(tmp_path), 1400, 0, lines.append)
+    for step, tokens in ((100, 500.0), (200, 800.0), (300, 900.0)):
+        progress.add(1.0, 1.0, tokens)
+        progress.start -= 0.1  # 0.1 s per window.
+        progress.flush(step, 1e-3)
+    lines.append("dev step 1000: loss 0.3141  nll 0.1234  exact_match 96.00 "
+                 "(200 greedy decodes, 4.2 s)  new best -> best/")
+    lines.append("dev step 1400: loss 0.3000  nll 0.1100  exact_match 92.00 "
+                 "(200 greedy decodes, 4.0 s)")
+    return "\n".join(lines) + "\n"
+
+
+def _decoder_log(search, correct):
+    from t2t_lite.metrics.base import ExactMatch
+
+    score = ExactMatch().score(["1 2"] * correct + ["x"] * (1000 - correct), ["1 2"] * 1000)
+    return (f"decoding with /w/demo_out/ckpt-1400\n  3 1  ->  1 3   (reference: 1 3)\n"
+            f"test: 1000 examples, {search}, 12.3 s\n{score.line}\n")
+
+
+def test_demo_row(tmp_path):
+    train = demo.parse_trainer_log(_trainer_log(tmp_path))
+    assert train["parameters"] == 924_556
+    assert [d["step"] for d in train["dev_evaluations"]] == [1000, 1400]
+    assert train["dev_evaluations"][0] == {"step": 1000, "loss": 0.3141, "nll": 0.1234,
+                                           "exact_match": 96.0, "decoded": 200,
+                                           "new_best": True}
+    assert not train["dev_evaluations"][1]["new_best"]
+    rates = train["tokens_per_s"]
+    assert [step for step, _ in rates["windows"]] == [100, 200, 300]
+    assert set(rates) == {"windows", "min_after_first", "median_after_first", "max_after_first"}
+    averaged, last = demo.parse_decoder_log(_decoder_log("beam 4", 1000)), \
+        demo.parse_decoder_log(_decoder_log("greedy", 951))
+    assert (averaged["percent"], averaged["correct"], averaged["total"]) == (100.0, 1000, 1000)
+    assert (last["percent"], last["search"], last["checkpoint"]) == (95.1, "greedy", "ckpt-1400")
+    held_out = {"test": {"sequences": 1000, "distinct": 1000, "in_training": 0}}
+    recipe = demo.demo_recipe(os.path.join(BENCHMARKS, "..", "Makefile"), "/w/d", "/v/bin")
+    seconds = {"clean": 0.1, "train": 100.0, "average": 5.0, "decode": 20.0, "last_greedy": 9.0}
+    row = demo.demo_row(recipe, ["t2t_lite-decoder", "--beam_size=1"], seconds, train,
+                        averaged, last, held_out, FAKE_MACHINE, {"tensorflow": "2.x"})
+    assert set(row) == {"bench", "date", "recipe", "last_greedy_command", "problem",
+                        "parameters", "seconds", "accuracy", "last_checkpoint",
+                        "dev_evaluations", "tokens_per_s", "held_out", "tensorflow"} | MACHINE
+    assert row["seconds"]["make_demo"] == 125.1 and row["last_checkpoint"] == "ckpt-1400"
+    assert row["accuracy"]["averaged"]["percent"] == 100.0
+    assert row["held_out"]["test"]["distinct"] == 1000
+    json.dumps(row)  # A JSON line.
+
+
+@register_problem("test_rows_small_reverse")
+class _SmallReverse(AlgorithmicReverse):
+    """algorithmic_reverse with small splits, for `held_out_counts`."""
+
+    split_sizes = {"train": 3000, "dev": 30, "test": 40}
+
+
+def test_demo_held_out_counts():
+    counts = demo.held_out_counts("test_rows_small_reverse")
+    assert counts["test"] == {"sequences": 40, "distinct": 40, "in_training": 0}
+    assert counts["dev"] == {"sequences": 30, "distinct": 30, "in_training": 0}
+
+
+def test_export_row():
+    result = types.SimpleNamespace(seconds=29.84, size_bytes=int(15.6 * 2**20),
+                                   signatures=("translate_ids",))
+    row = export_time.export_row("tiny", 12, 924_556, result, (8, 16, 32, 64), FAKE_MACHINE)
+    assert set(row) == {"bench", "date", "hparams", "vocab", "params", "seconds", "mib",
+                        "source_lengths", "signatures", "tensorflow"} | MACHINE
+    assert (row["seconds"], row["mib"], row["source_lengths"]) == (29.8, 15.6, [8, 16, 32, 64])
+
+
+def test_multi30k_rows():
+    args = multi30k.parse_args(["--raw_dir=r", "--work_dir=w", "--system=t2t_lite multi30k"])
+    result = types.SimpleNamespace(tokens_per_second=2812.34)
+    scored = {"checkpoint": "ckpt-200", "step": 200, "averaged": ["ckpt-200"],
+              "bleu": {}, "decode_seconds": {}, "dev_loss": 3.0, "dev_nll": 2.0}
+    windows = [(100, 1000.0), (200, 2800.0), (300, 2900.0)]
+    rates = multi30k.train_rates(windows, 200)
+    assert (rates["windows"], rates["min"], rates["max"]) == (2, 1000.0, 2800.0)
+    assert multi30k.train_rates([], 200) is None
+    common = {"system": args.system, "core": 1, **FAKE_MACHINE}
+    row = multi30k.stage_row(common, multi30k.trained_fields(30.0, args, "d", 1800.0, result),
+                             scored, rates)
+    assert set(row) == {"system", "minutes", "hparams", "scored_on", "data_dir", "overrides",
+                        "wall_seconds", "tokens_per_second", "checkpoint", "step", "averaged",
+                        "bleu", "decode_seconds", "dev_loss", "dev_nll", "train_tokens_per_s",
+                        "core"} | MACHINE
+    assert row["system"] == "t2t_lite multi30k" and row["tokens_per_second"] == 2812.3
+    evaluated = multi30k.stage_row({**FAKE_MACHINE}, {"minutes": 60.0, "scored_on": "val"},
+                                   scored, None)
+    assert "system" not in evaluated and "train_tokens_per_s" in evaluated
+
+
+def test_decode_profile_rows():
+    args = types.SimpleNamespace(size="bench", jit=False, threads=1, batches=2, top=2,
+                                 core="dedicated (taskset, nothing else on it)")
+    row = decode_profile.profile_row(args, 1.39, {"_MklMatMul": 1.0, "GatherV2": 0.2,
+                                                  "TopKV2": 0.1}, {"_MklMatMul": 2048,
+                                                                   "GatherV2": 1360,
+                                                                   "TopKV2": 80},
+                                     "/tmp/log", FAKE_MACHINE)
+    assert set(row) == {"bench", "size", "jit", "threads", "wall_seconds_per_batch",
+                        "kernel_seconds_per_batch", "op_executions_per_step", "top",
+                        "logdir", "core"} | MACHINE
+    assert [item["op"] for item in row["top"]] == ["_MklMatMul", "GatherV2"]
+    assert row["core"] == args.core and row["kernel_seconds_per_batch"] == 0.65
+    write = decode_profile.cache_write_row(args, "slice_update", [0.5, 0.52, 0.6], FAKE_MACHINE)
+    assert set(write) == {"bench", "size", "jit", "threads", "cache_write", "batches",
+                          "median_seconds_per_batch", "tgt_tokens_per_s", "core"} | MACHINE
+    assert write["median_seconds_per_batch"] == 0.52
