@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 
 from t2t_lite import registry
+from t2t_lite.training import cluster
 from t2t_lite.training.train_step import StepRunner
 from t2t_lite.training.trainer import build_state
 
@@ -24,7 +25,7 @@ def _global_batch():
 
 def _run(hparams, devices, micro_batches, weights=None):
     problem = registry.problem("algorithmic_reverse")
-    strategy = tf.distribute.MirroredStrategy(devices)
+    strategy = cluster.local_strategy(devices)
     model, _ = build_state(problem, hparams, strategy, seed=7)
     with strategy.scope():
         # SGD: the update is linear in the gradient, so float32 noise in
@@ -74,3 +75,15 @@ def test_accumulation_equals_one_big_step(hparams):
     both = _run(hparams.override("accum_steps=2"), ["/cpu:0", "/cpu:1"], halves,
                 weights=one[0])
     _assert_same_update(one, both)
+
+
+def test_a_second_strategy_in_the_process_trains_another_model(hparams):
+    """Two MirroredStrategy objects number their collectives from the same keys unless
+    told otherwise: a second training of another shape in one process (a notebook, a
+    test run) would fail with "Shape mismatch in the collective instance"."""
+    batch = _global_batch()
+    _run(hparams, ["/cpu:0", "/cpu:1"], [batch])
+    wider = hparams.override("d_model=48,d_ff=80")
+    initial, weights, loss, _ = _run(wider, ["/cpu:0", "/cpu:1"], [batch])
+    assert np.isfinite(loss) and weights[0].shape[-1] == 48
+    assert max(np.abs(a - b).max() for a, b in zip(initial, weights)) > 1e-4

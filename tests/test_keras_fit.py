@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from t2t_lite.training.options import EvalOptions, TrainOptions
 from t2t_lite import registry
+from t2t_lite.training import cluster
 from t2t_lite.training.callbacks import CheckpointAveraging, TransformerLearningRate
 from t2t_lite.training.losses import LabelSmoothedCrossEntropy, smoothed_cross_entropy
 from t2t_lite.model import Transformer
@@ -83,11 +84,8 @@ def test_fit_learns_under_mirrored_strategy_with_keras_callbacks(tiny_hparams, t
     problem = registry.problem("algorithmic_reverse")
     hparams = tiny_hparams.override("warmup_steps=50")
     keras.utils.set_random_seed(2)
-    # Reduction through one device, not collectives: other tests in this process made
-    # strategies whose collective instance keys a new strategy would reuse (in a real
-    # run there is one strategy per process).
-    strategy = tf.distribute.MirroredStrategy(
-        ["/cpu:0", "/cpu:1"], cross_device_ops=tf.distribute.ReductionToOneDevice())
+    # The library's strategy: collective all-reduce, its keys past earlier strategies'.
+    strategy = cluster.local_strategy(["/cpu:0", "/cpu:1"])
     model = _compiled(hparams, strategy, problem)
     history = model.fit(
         problem.dataset("train", hparams, num_replicas=2, repeat=True), steps_per_epoch=20,

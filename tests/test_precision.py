@@ -17,7 +17,7 @@ from t2t_lite.training.options import TrainOptions
 from t2t_lite import registry
 from t2t_lite.runs import checkpoints
 from t2t_lite.runs import weights
-from t2t_lite.training import trainer
+from t2t_lite.training import cluster, trainer
 from t2t_lite.training.options import EvalOptions
 from t2t_lite.hparams import HParams, HParamsError
 from t2t_lite.training.losses import smoothed_cross_entropy_sums
@@ -176,10 +176,8 @@ class _InfOnSecondReplica(StepRunner):
 def test_an_overflow_on_one_replica_skips_the_update_on_all(fast_hparams):
     # Keras takes the first replica's verdict: without StepRunner's agreement
     # the second replica's inf reaches the summed gradient and every weight is NaN.
-    # ReductionToOneDevice: other tests in this process made strategies whose
-    # collective instance keys a new collective strategy would reuse.
-    two = tf.distribute.MirroredStrategy(
-        ["/cpu:0", "/cpu:1"], cross_device_ops=tf.distribute.ReductionToOneDevice())
+    # The library's strategy (collective all-reduce, keys past earlier strategies').
+    two = cluster.local_strategy(["/cpu:0", "/cpu:1"])
     model, optimizer, runner = _build(fast_hparams, two, scaled={"initial_scale": 2.0 ** 10},
                                       runner=_InfOnSecondReplica)
     weights = _values(model.trainable_variables)

@@ -67,7 +67,27 @@ def strategy_from_environment() -> tf.distribute.Strategy:
     """
     if is_multi_worker():
         return tf.distribute.MultiWorkerMirroredStrategy()
-    return tf.distribute.MirroredStrategy()
+    return local_strategy()
+
+
+# How far each new local strategy moves TensorFlow's collective key base: more
+# collective groups than one strategy ever makes (TensorFlow's own tests use 1000).
+_KEY_BASE_STEP = 1000
+
+
+def local_strategy(devices: list[str] | None = None) -> tf.distribute.MirroredStrategy:
+    """A MirroredStrategy over `devices` (default: all local GPUs, else the CPU).
+
+    Every MirroredStrategy numbers its collective ops (the gradient all-reduce)
+    from the same group and instance keys, and TensorFlow's collective executor
+    keeps what it saw under a key for the life of the process. So the second
+    training in one process (a notebook, a test session) with another model
+    shape fails with "Shape mismatch in the collective instance N", and after
+    that every collective fails. Each strategy made here starts its keys past
+    the previous one's, as TensorFlow's own tests do.
+    """
+    tf.distribute.MirroredStrategy._collective_key_base += _KEY_BASE_STEP
+    return tf.distribute.MirroredStrategy(devices)
 
 
 def is_multi_worker_strategy(strategy) -> bool:
