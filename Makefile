@@ -48,14 +48,20 @@ pictures: install
 	    --window-size=1000,520 --screenshot=$(PICTURES)/attention_html.png \
 	    "file://$(CURDIR)/$(PICTURES)/attention.html?kind=cross&layer=1&head=0&hover=3" 2>/dev/null
 
+# Two pytest-xdist workers (one per core), each test file on one worker, so a
+# file's module fixtures (a trained tiny model, a datagen) are built once.
+WORKERS ?= 2
+PYTEST := $(BIN)/python -m pytest -q -n $(WORKERS) --dist loadfile -p no:cacheprovider
+
 test: install
-	$(BIN)/python -m pytest -q -m "not slow" tests
+	$(PYTEST) -m "not slow" tests
 
 test-slow: install
-	$(BIN)/python -m pytest -q -m slow tests
+	$(PYTEST) -m slow tests
 
+# What CI runs (.ci/run): every tier.
 test-all: install
-	$(BIN)/python -m pytest -q tests
+	$(PYTEST) tests
 
 clean:
 	rm -rf $(DEMO_DIR) build *.egg-info

@@ -35,7 +35,7 @@ setup(
         "numpy",
         "matplotlib>=3.7",  # t2t_lite-visualize, t2t_lite-plot (Agg backend, no display).
     ],
-    extras_require={"test": ["pytest>=8", "hypothesis>=6", "wheel"]},
+    extras_require={"test": ["pytest>=8", "pytest-xdist>=3", "hypothesis>=6", "wheel"]},
     entry_points={
         "console_scripts": [
             "t2t_lite-trainer=t2t_lite.bin.trainer:main",

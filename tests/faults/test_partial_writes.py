@@ -7,8 +7,10 @@ during datagen), and the decoder's --decode_to_file (ENOSPC, SIGKILL).
 import errno
 import glob
 import hashlib
+import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 
@@ -45,17 +47,28 @@ def _avg_command(out):
             "--last=4"]
 
 
+def _kill_averaging(out, processes, delays):
+    """SIGKILLs an averaging run once its staging folder exists, `delays` seconds later each.
+
+    Returns how many kills left the staging folder behind (landed mid-write).
+    """
+    landed = 0
+    for delay in delays:
+        process = processes.start(_avg_command(out))
+        wait_for(lambda: _staging(out) or process.poll() is not None, timeout=120,
+                 interval=0.001)
+        wait_for(lambda: process.poll() is not None, timeout=delay)
+        processes.kill(process)
+        landed += bool(_staging(out))
+        if os.path.exists(os.path.join(out, "averaged")):  # Whole, or not there at all.
+            weights.load_model(out, "averaged")
+    return landed
+
+
 @pytest.mark.slow
 def test_sigkill_during_averaging_then_rerun_cleans(run, processes):
     rng = random.Random(15)
-    for _ in range(3):
-        process = processes.start(_avg_command(run))
-        wait_for(lambda: _staging(run) or process.poll() is not None, timeout=120,
-                 interval=0.001)
-        wait_for(lambda: process.poll() is not None, timeout=rng.uniform(0, 0.05))
-        processes.kill(process)
-        if os.path.exists(os.path.join(run, "averaged")):  # Whole, or not there at all.
-            weights.load_model(run, "averaged")
+    _kill_averaging(run, processes, [rng.uniform(0, 0.05) for _ in range(3)])
     averaging.average(run, [os.path.join(run, f"ckpt-{s}") for s in (3, 6, 9, 12)])
     assert not _staging(run)  # The next run removed what the killed ones left.
     weights.load_model(run, "averaged")
@@ -140,21 +153,40 @@ def test_full_disk_while_writing_the_decode(run, big_input, tmp_path, monkeypatc
     assert target.read_text() == "old\n" and os.listdir(tmp_path) == ["out.txt"]
 
 
+# The decoder on a slow disk: every fsync takes 60 s, so a kill lands while the
+# finished decode sits under its temporary name, not yet renamed.
+SLOW_DISK = ("import os, sys, time; fsync = os.fsync; "
+             "os.fsync = lambda fd: (time.sleep(60), fsync(fd))[1]; "
+             "from t2t_lite.bin import decoder; sys.exit(decoder.main(sys.argv[1:]))")
+
+
 @pytest.mark.slow
 def test_sigkill_while_decoding_to_a_file(run, big_input, tmp_path, processes):
     target = tmp_path / "out.txt"
-    command = [sys.executable, "-m", "t2t_lite.bin.decoder", f"--output_dir={run}",
-               f"--decode_from_file={big_input}", f"--decode_to_file={target}",
-               "--beam_size=1", "--batch_size=500"]
-    rng = random.Random(15)
-    for _ in range(2):
-        process = processes.start(command)
-        wait_for(lambda: process.poll() is not None, timeout=rng.uniform(4.0, 12.0))
+    args = [f"--output_dir={run}", f"--decode_from_file={big_input}",
+            f"--decode_to_file={target}", "--beam_size=1", "--batch_size=500"]
+
+    def temporaries():
+        return sorted(tmp_path.glob("." + target.name + atomic.FILE_MARK + "*"))
+
+    left = []
+    for old in (None, "old\n"):  # No file yet; then an older whole one.
+        if old is not None:
+            target.write_text(old)
+        process = processes.start([sys.executable, "-c", SLOW_DISK, *args])
+        # This run's own temporary: the one a kill before left is still there until
+        # the decoder, its decode done, removes it and starts writing.
+        assert wait_for(lambda: set(temporaries()) - set(left) or process.poll() is not None,
+                        timeout=300)
+        assert process.poll() is None, "the decoder ended before its kill"
         processes.kill(process)
-        assert not target.exists() or target.read_bytes().count(b"\n") == 3000
-    # A stale temporary as a kill during the write leaves it; the rerun removes it.
-    (tmp_path / ".out.txt.tmp-killed").write_text("half")
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        # The kill landed mid-write: the temporary is there, the target absent or the old one.
+        assert len(temporaries()) == 1 and temporaries()[0] not in left
+        assert (not target.exists()) if old is None else target.read_text() == old
+        left += temporaries()
+    assert not left[0].exists()  # The second run removed what the first kill left.
+    done = subprocess.run([sys.executable, "-m", "t2t_lite.bin.decoder", *args],
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert target.read_bytes().count(b"\n") == 3000 and os.listdir(tmp_path) == ["out.txt"]
 
@@ -192,11 +224,33 @@ def test_sigkill_during_datagen_then_rerun_matches_a_clean_run(tmp_path, process
     assert _tree_hash(str(data_dir)) == _tree_hash(str(tmp_path / "clean"))
 
 
+def _copy_run(run, to):
+    """The run's checkpoints and files, without any averaged/ (or its staging)."""
+    shutil.copytree(run, to, ignore=shutil.ignore_patterns("averaged", ".averaged-*"))
+    return str(to)
+
+
 @pytest.mark.slow
-def test_averaged_after_kills_equals_a_fresh_average(run):
-    path = averaging.average(run, [os.path.join(run, "ckpt-12")] * 2)
-    reader = tf.train.load_checkpoint(path)
-    other = tf.train.load_checkpoint(os.path.join(run, "ckpt-12"))
-    for key in reader.get_variable_to_shape_map():
-        if key.startswith("model/"):
-            np.testing.assert_array_equal(reader.get_tensor(key), other.get_tensor(key))
+def test_averaged_after_kills_equals_a_fresh_average(run, tmp_path, processes):
+    killed = _copy_run(run, tmp_path / "killed")
+    rng = random.Random(16)
+    landed = _kill_averaging(killed, processes, [0.0] + [rng.uniform(0, 0.01) for _ in range(2)])
+    print(f"{landed}/3 kills left .averaged-* staging behind")
+    assert landed >= 1, "no kill landed while averaged/ was being written"
+    path = averaging.average(killed, averaging.choose(killed, last=4))  # The rerun.
+    assert not _staging(killed)
+
+    fresh = _copy_run(run, tmp_path / "fresh")  # Same checkpoints, never killed.
+    fresh_path = averaging.average(fresh, averaging.choose(fresh, last=4))
+    reader, other = tf.train.load_checkpoint(path), tf.train.load_checkpoint(fresh_path)
+    keys = sorted(k for k in reader.get_variable_to_shape_map() if k.startswith("model/"))
+    assert keys and keys == sorted(k for k in other.get_variable_to_shape_map()
+                                   if k.startswith("model/"))
+    last = tf.train.load_checkpoint(os.path.join(fresh, "ckpt-12"))
+    assert any(not np.array_equal(other.get_tensor(k), last.get_tensor(k)) for k in keys)
+    for key in keys:
+        np.testing.assert_array_equal(reader.get_tensor(key), other.get_tensor(key))
+    with open(os.path.join(killed, "averaged", "averaged.json")) as a, \
+            open(os.path.join(fresh, "averaged", "averaged.json")) as b:
+        assert json.load(a) == json.load(b) == {"averaged": ["ckpt-3", "ckpt-6", "ckpt-9",
+                                                             "ckpt-12"]}
