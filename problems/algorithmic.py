@@ -99,22 +99,35 @@ class AlgorithmicProblem(Problem):
         return out
 
     def examples(self, split: str, data_dir: str | None = None) -> tf.data.Dataset:
-        seqs = self.sequences(split)
-        width = self.max_length + 1
-        inputs = np.zeros((len(seqs), width), np.int32)
-        targets = np.zeros((len(seqs), width), np.int32)
-        lengths = np.zeros((len(seqs),), np.int32)
-        for i, seq in enumerate(seqs):
-            n = len(seq)
-            inputs[i, :n] = seq + _FIRST_SYMBOL_ID
-            targets[i, :n] = self.transform(seq) + _FIRST_SYMBOL_ID
-            inputs[i, n] = targets[i, n] = EOS_ID
-            lengths[i] = n + 1
+        inputs, targets, lengths = self._arrays(split)
 
         def trim(x, y, n):
             return {"inputs": x[:n], "targets": y[:n]}
 
         return tf.data.Dataset.from_tensor_slices((inputs, targets, lengths)).map(trim)
+
+    def _arrays(self, split: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(inputs, targets, lengths) of `split`, EOS-terminated and padded; built once
+        per process for each problem and configuration (every problem instance of a
+        kind yields the same data, and a training run asks for it several times)."""
+        key = (type(self), split, self.num_symbols, self.min_length, self.max_length,
+               self.split_sizes[split], self.seeds[split])
+        if key not in _ARRAYS:
+            seqs = self.sequences(split)
+            width = self.max_length + 1
+            inputs = np.zeros((len(seqs), width), np.int32)
+            targets = np.zeros((len(seqs), width), np.int32)
+            lengths = np.zeros((len(seqs),), np.int32)
+            for i, seq in enumerate(seqs):
+                n = len(seq)
+                inputs[i, :n] = seq + _FIRST_SYMBOL_ID
+                targets[i, :n] = self.transform(seq) + _FIRST_SYMBOL_ID
+                inputs[i, n] = targets[i, n] = EOS_ID
+                lengths[i] = n + 1
+            for array in (inputs, targets, lengths):
+                array.flags.writeable = False
+            _ARRAYS[key] = (inputs, targets, lengths)
+        return _ARRAYS[key]
 
     def encode(self, text: str) -> list[int]:
         ids = []
@@ -130,6 +143,9 @@ class AlgorithmicProblem(Problem):
 
     def decode(self, ids) -> str:
         return " ".join(str(i - _FIRST_SYMBOL_ID) for i in self.strip_ids(ids))
+
+
+_ARRAYS: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
 
 @register_problem("algorithmic_reverse")

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_lite.training.options import TrainOptions
+from t2t_lite.training.options import EvalOptions, TrainOptions
 from t2t_lite import registry
 from t2t_lite.runs import averaging
 from t2t_lite.runs import weights
@@ -15,13 +15,15 @@ from t2t_lite.training import trainer
 from t2t_lite.bin import avg_checkpoints as avg_cli
 from t2t_lite.runs.checkpoints import CheckpointError
 
+NO_EVAL = EvalOptions(eval_every_steps=0)  # No dev evaluation at the end: not under test here.
+
 TINY = "dropout_rate=0.0,num_layers=1,d_model=32,d_ff=64,num_heads=2,batch_size=256"
 
 
 def _train(output_dir, steps, overrides=TINY):
     trainer.train(registry.problem("algorithmic_reverse"),
                   registry.hparams("tiny").override(overrides), str(output_dir),
-                  options=TrainOptions(train_steps=steps, save_checkpoints_steps=3,
+                  options=TrainOptions(eval=NO_EVAL, train_steps=steps, save_checkpoints_steps=3,
                                                keep_checkpoint_max=10, log_every_steps=100),
                   strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=lambda _: None)
     return str(output_dir)

@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 from t2t_lite.data.options import DatagenOptions
-from t2t_lite.training.options import TrainOptions
+from t2t_lite.training.options import EvalOptions, TrainOptions
 from t2t_lite import registry
 from t2t_lite.runs import weights
 from t2t_lite.data import datagen
@@ -27,6 +27,8 @@ from t2t_lite.problems.algorithmic import AlgorithmicReverse
 from t2t_lite.problems.translate import TranslateFiles
 from t2t_lite.registry import register_problem
 
+NO_EVAL = EvalOptions(eval_every_steps=0)  # No dev evaluation at the end: not under test here.
+
 TESTDATA = pathlib.Path(__file__).parent / "testdata" / "bleu"
 
 
@@ -34,7 +36,7 @@ def _train(problem_name, output_dir, steps):
     hparams = registry.hparams("tiny").override(
         "dropout_rate=0.0,num_layers=1,d_model=32,d_ff=64,num_heads=2,batch_size=256")
     trainer.train(registry.problem(problem_name), hparams, str(output_dir),
-                  options=TrainOptions(train_steps=steps, log_every_steps=1000),
+                  options=TrainOptions(eval=NO_EVAL, train_steps=steps, log_every_steps=1000),
                   strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=lambda _: None)
     return str(output_dir)
 
@@ -254,7 +256,7 @@ def test_translation_reference_prints_sacrebleu_and_target_language_bleu(tmp_pat
     hparams = registry.hparams("tiny").override(
         "dropout_rate=0.0,num_layers=1,d_model=32,d_ff=64,num_heads=2,batch_size=256")
     trainer.train(problem, hparams, str(run), str(data_dir),
-                  TrainOptions(train_steps=2, log_every_steps=1000),
+                  TrainOptions(eval=NO_EVAL, train_steps=2, log_every_steps=1000),
                   strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=lambda _: None)
     source, reference, out = tmp_path / "in.en", tmp_path / "ref.fr", tmp_path / "out.fr"
     source.write_text("".join(text["en"].splitlines(True)[:4]), encoding="utf-8")

@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 from t2t_lite.data.options import DatagenOptions
-from t2t_lite.training.options import TrainOptions
+from t2t_lite.training.options import EvalOptions, TrainOptions
 from t2t_lite import registry
 from t2t_lite.runs import weights
 from t2t_lite.data import datagen
@@ -24,6 +24,8 @@ from t2t_lite.bin import decoder as decoder_cli
 from t2t_lite.bin import exporter as exporter_cli
 from t2t_lite.ids import strip_ids
 from t2t_lite.problems.base import Problem
+
+NO_EVAL = EvalOptions(eval_every_steps=0)  # No dev evaluation at the end: not under test here.
 
 TINY = "dropout_rate=0.0,num_layers=1,d_model=32,d_ff=64,num_heads=2,batch_size=256"
 TESTDATA = pathlib.Path(__file__).parent / "testdata" / "bleu"
@@ -48,7 +50,7 @@ def reverse_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("reverse")
     hparams = registry.hparams("tiny").override(TINY + ",max_length=24")
     trainer.train(registry.problem("algorithmic_reverse"), hparams, str(out),
-                  options=TrainOptions(train_steps=20, log_every_steps=100),
+                  options=TrainOptions(eval=NO_EVAL, train_steps=20, log_every_steps=100),
                   strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=_quiet)
     return str(out)
 
@@ -186,7 +188,7 @@ def test_serving_default_translates_text_like_the_decoder(tmp_path, capsys):
                      log=_quiet)
     hparams = registry.hparams("tiny").override(TINY + ",max_length=48")
     trainer.train(problem, hparams, str(out), str(data_dir),
-                  TrainOptions(train_steps=3, log_every_steps=100),
+                  TrainOptions(eval=NO_EVAL, train_steps=3, log_every_steps=100),
                   strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=_quiet)
     export_dir = tmp_path / "export"
     assert exporter_cli.main([f"--output_dir={out}", f"--export_dir={export_dir}",

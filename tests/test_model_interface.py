@@ -18,7 +18,7 @@ import pytest
 import tensorflow as tf
 from keras import ops
 
-from t2t_lite.training.options import TrainOptions
+from t2t_lite.training.options import EvalOptions, TrainOptions
 from t2t_lite import registry
 from t2t_lite.runs import averaging
 from t2t_lite.runs import checkpoints
@@ -34,6 +34,8 @@ from t2t_lite.hparams import HParamsError
 from t2t_lite.model import Transformer
 from t2t_lite.problems.algorithmic import AlgorithmicReverse
 from t2t_lite.data.text_encoder import strip_ids
+
+NO_EVAL = EvalOptions(eval_every_steps=0)  # No dev evaluation at the end: not under test here.
 
 BAG = "model=bag_attention,d_model=16,batch_size=256,max_length=16,extra_length=5"
 
@@ -105,7 +107,7 @@ def bag_run(tmp_path_factory):
     lines = []
     result = trainer.train(
         registry.problem("algorithmic_copy"), registry.hparams("tiny").override(BAG), out,
-        options=TrainOptions(train_steps=24, save_checkpoints_steps=8,
+        options=TrainOptions(eval=NO_EVAL, train_steps=24, save_checkpoints_steps=8,
                                      log_every_steps=8),
         strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=lines.append)
     averaged = averaging.average(out, averaging.choose(out, last=3))
@@ -188,7 +190,7 @@ def test_run_dir_refuses_another_model(bag_run):
     hparams = registry.hparams("tiny").override(BAG.replace("bag_attention", "transformer"))
     with pytest.raises(run_dir.RunDirError, match="model: 'bag_attention' -> 'transformer'"):
         trainer.train(registry.problem("algorithmic_copy"), hparams, out,
-                      options=TrainOptions(train_steps=30),
+                      options=TrainOptions(eval=NO_EVAL, train_steps=30),
                       strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=lambda _: None)
     assert run_weights.load_model(out)[1].model == "bag_attention"  # Nothing overwritten.
 
@@ -278,7 +280,7 @@ class _ReverseSeparate(AlgorithmicReverse):
 
 def test_separate_vocabularies_train_after_a_refused_start(tiny_hparams, tmp_path):
     out, problem = str(tmp_path), _ReverseSeparate()
-    options = TrainOptions(train_steps=4, log_every_steps=100)
+    options = TrainOptions(eval=NO_EVAL, train_steps=4, log_every_steps=100)
     strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
     with pytest.raises(HParamsError, match="shared_embedding=false"):
         trainer.train(problem, tiny_hparams, out, options=options, strategy=strategy,

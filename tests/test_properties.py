@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from t2t_lite.training.options import TrainOptions
+from t2t_lite.training.options import EvalOptions, TrainOptions
 from t2t_lite import registry
 from t2t_lite.decoding.splits import encode_lines
 from t2t_lite.decoding.text_io import read_source_lines, split_source_text
@@ -23,6 +23,8 @@ from t2t_lite.hparams.hparams import HParams, HParamsError, parse_overrides
 from t2t_lite.problems.base import ProblemError
 from t2t_lite.problems.translate_corpus import ParallelFiles, count_lines
 from t2t_lite.data.text_encoder import DataError
+
+NO_EVAL = EvalOptions(eval_every_steps=0)  # No dev evaluation at the end: not under test here.
 
 EXAMPLES = 200
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
@@ -250,7 +252,7 @@ def tiny_run(tmp_path_factory):
     hparams = registry.hparams("tiny").override(
         "dropout_rate=0.0,num_layers=1,d_model=16,d_ff=32,num_heads=2,batch_size=128")
     trainer.train(registry.problem("algorithmic_reverse"), hparams, output_dir,
-                  options=TrainOptions(train_steps=1, log_every_steps=1000),
+                  options=TrainOptions(eval=NO_EVAL, train_steps=1, log_every_steps=1000),
                   strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=lambda _: None)
     return output_dir
 

@@ -10,7 +10,7 @@ import tensorflow_datasets as tfds
 from conftest import DATA, needs_data
 
 from t2t_lite.data.options import DatagenOptions
-from t2t_lite.training.options import TrainOptions
+from t2t_lite.training.options import EvalOptions, TrainOptions
 from t2t_lite import registry
 from t2t_lite.data import datagen
 from t2t_lite.runs import run_dir
@@ -20,6 +20,8 @@ from t2t_lite.bin import decoder as decoder_cli
 from t2t_lite.bin import trainer as trainer_cli
 from t2t_lite.problems import ProblemError
 from t2t_lite.data.text_encoder import normalize
+
+NO_EVAL = EvalOptions(eval_every_steps=0)  # No dev evaluation at the end: not under test here.
 
 pytestmark = needs_data("multi30k", "wmt14", "wmt14_enfr", "opennmt_toy_ende")
 WMT14 = os.path.join(DATA, "wmt14")
@@ -193,7 +195,7 @@ def test_trainer_and_decoder_find_the_vocabulary(tmp_path):
                      DatagenOptions(vocab_size=600), log=_quiet)
     hparams = registry.hparams("tiny").override(TINY)
     trainer.train(registry.problem("translate_files"), hparams, str(out), str(data_dir),
-                  TrainOptions(train_steps=1, log_every_steps=100),
+                  TrainOptions(eval=NO_EVAL, train_steps=1, log_every_steps=100),
                   strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=_quiet)
     _, info = run_dir.read_run(str(out))
     assert (info["problem"], info["source_vocab_size"], info["target_vocab_size"],
