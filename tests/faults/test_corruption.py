@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_lite.training.options import TrainOptions
+from t2t_lite.training.options import EvalOptions, TrainOptions
 from t2t_lite import registry
 from t2t_lite.runs import checkpoints
 from t2t_lite.runs import weights
@@ -28,7 +28,8 @@ def _train(out, steps):
     trainer.train(registry.problem("algorithmic_reverse"),
                   registry.hparams("tiny").override(TINY), str(out),
                   options=TrainOptions(train_steps=steps, save_checkpoints_steps=2,
-                                               log_every_steps=1000),
+                                       log_every_steps=1000,
+                                       eval=EvalOptions(eval_every_steps=0)),
                   strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=lines.append)
     return lines
 
