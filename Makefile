@@ -51,7 +51,7 @@ pictures: install
 # Two pytest-xdist workers (one per core), each test file on one worker, so a
 # file's module fixtures (a trained tiny model, a datagen) are built once.
 WORKERS ?= 2
-PYTEST := $(BIN)/python -m pytest -q -n $(WORKERS) --dist loadfile -p no:cacheprovider --durations=20
+PYTEST := $(BIN)/python -m pytest -q -rs -n $(WORKERS) --dist loadfile -p no:cacheprovider --durations=20
 
 test: install
 	$(PYTEST) -m "not slow" tests
