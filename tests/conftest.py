@@ -1,6 +1,7 @@
 """Test setup: TensorFlow backend, two logical CPU devices, shared fixtures."""
 
 import os
+import socket
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -37,6 +38,17 @@ def data_file(*parts, lines=None):
             return path
     pytest.skip(f"needs the real data {relative} under {DATA}; set "
                 "T2T_LITE_TEST_DATA=DIR to a copy of shared/data to run it")
+
+
+def free_ports(count):
+    """`count` localhost ports free at the time of the call (for multi-worker TF_CONFIG)."""
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("localhost", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
 
 
 def _count(path):

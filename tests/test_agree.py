@@ -3,12 +3,12 @@ M minutes) are one decision for every worker, true when the flag is true on any 
 
 import json
 import os
-import socket
 import subprocess
 import sys
 
 import tensorflow as tf
 
+from conftest import free_ports
 from t2t_lite.training import cluster
 
 # (worker 0's flag, worker 1's flag) -> what both must decide: any worker's true flag wins.
@@ -32,19 +32,9 @@ def test_one_machine_decides_by_its_own_flag_without_a_collective():
     assert strategy not in cluster._ANY_TRUE  # No all-reduce was built.
 
 
-def _free_ports(count):
-    sockets = [socket.socket() for _ in range(count)]
-    for s in sockets:
-        s.bind(("localhost", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
-
-
 def test_two_workers_take_the_decision_any_of_them_asks_for():
     """Two processes under MultiWorkerMirroredStrategy (TF_CONFIG), ~10 s."""
-    workers = [f"localhost:{port}" for port in _free_ports(2)]
+    workers = [f"localhost:{port}" for port in free_ports(2)]
     flags = json.dumps([list(pair) for pair, _ in CASES])
     processes = []
     for index in range(2):

@@ -8,7 +8,6 @@ resume together from the last checkpoint to the weights of an unbroken run.
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ import time
 import numpy as np
 import pytest
 
+from conftest import free_ports
 from t2t_lite.runs import checkpoints
 from t2t_lite.runs import weights
 from t2t_lite.training import cluster
@@ -23,16 +23,6 @@ from t2t_lite.training import cluster
 # dropout 0: every process computes exactly the same function.
 OVERRIDES = "dropout_rate=0.0,num_layers=1,d_model=32,d_ff=64,num_heads=2,batch_size={}"
 PER_REPLICA_TOKENS = 256
-
-
-def _free_ports(count):
-    sockets = [socket.socket() for _ in range(count)]
-    for s in sockets:
-        s.bind(("localhost", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
 
 
 def _command(output_dir, steps, batch_size):
@@ -99,7 +89,7 @@ def test_bad_tf_config_is_one_line(tmp_path):
 
 @pytest.mark.slow  # ~25-35 s: two worker processes.
 def test_two_workers_train_in_lockstep_like_one_process(tmp_path):
-    outputs = _finish(_start_workers(tmp_path / "cluster", 10, _free_ports(2)))
+    outputs = _finish(_start_workers(tmp_path / "cluster", 10, free_ports(2)))
     for code, out in outputs:
         assert code == 0, out[-3000:]
         assert "on 2 replica(s)" in out
@@ -112,7 +102,7 @@ def test_two_workers_train_in_lockstep_like_one_process(tmp_path):
 @pytest.mark.slow
 def test_a_killed_worker_and_the_others_resume_from_the_last_checkpoint(tmp_path):
     output_dir, steps = tmp_path / "cluster", 60
-    processes = _start_workers(output_dir, steps, _free_ports(2))
+    processes = _start_workers(output_dir, steps, free_ports(2))
     deadline = time.time() + 240
     while not os.path.exists(output_dir / "ckpt-10.index"):
         assert time.time() < deadline and processes[1].poll() is None, "no ckpt-10"
@@ -125,7 +115,7 @@ def test_a_killed_worker_and_the_others_resume_from_the_last_checkpoint(tmp_path
     newest = checkpoints.list_checkpoints(str(output_dir))[-1]
     assert int(newest.split("-")[1]) < steps
 
-    outputs = _finish(_start_workers(output_dir, steps, _free_ports(2)))
+    outputs = _finish(_start_workers(output_dir, steps, free_ports(2)))
     for code, out in outputs:
         assert code == 0, out[-3000:]
         assert f"resumed from" in out and f"at step {newest.split('-')[1]}" in out
