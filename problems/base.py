@@ -198,6 +198,14 @@ class Problem(abc.ABC):
         `t2t_lite.parsing.tree_constraint.TreeConstraint`."""
         return None
 
+    def serving_module(self, ids_module, max_length: int):
+        """A tf.Module whose `serve` (tf.string [B] -> outputs, scores) is the export's
+        text signature around `ids_module.translate_ids`, or None: the exporter's
+        SentencePiece text signature (`vocab_files`), or ids only. Parsing returns
+        `t2t_lite.parsing.serving.ParserTextModule` (words in, trees out)."""
+        del ids_module, max_length
+        return None
+
     def source_text(self, split: str, data_dir: str | None = None) -> list[tuple[str, str]]:
         """(source, reference) text pairs of `split`, for decoding and scoring."""
         pairs = []

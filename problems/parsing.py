@@ -254,6 +254,18 @@ class WsjParsing(Text2TextProblem):
             return reference
         return ptb.to_string(tree, top="TOP") if tree is not None else reference
 
+    def serving_module(self, ids_module, max_length: int):
+        """Sentences in, trees out, in the graph (`t2t_lite.parsing.serving`); None for a
+        BPE source (its text signature is the SentencePiece one)."""
+        from t2t_lite.parsing.serving import ParserTextModule
+
+        source, target = self.source_vocab, self.target_vocab
+        if source.model_type != "word":
+            return None
+        return ParserTextModule(ids_module, max_length,
+                                [source.id_to_piece(i) for i in range(source.vocab_size)],
+                                [target.id_to_piece(i) for i in range(target.vocab_size)])
+
     def word_slot_ids(self) -> list[int]:
         """The POS-tag ids of the target vocabulary (`token_tables` kind TAG): the
         i-th one in a tree is the slot of the i-th input word."""

@@ -8,7 +8,10 @@ SentencePiece vocabularies (translation), serving_default (text in, text out:
 tokenized with the source vocabulary and detokenized with the target
 vocabulary in the graph, with tensorflow_text, around the same translate_ids).
 For translation problems, E/<version>/ids/ is an ids-only copy that loads
-without tensorflow_text.
+without tensorflow_text. A parsing run (wsj_parsing, word-level source) gets
+serving_default as sentences in, trees out, with the unknown-word classes, the
+tree constraint and the tag dictionary in the graph and no custom op
+(`t2t_lite.parsing.serving`).
 The beam size, alpha and extra_length default to the run's hparams.
 """
 
@@ -49,7 +52,10 @@ def main(argv=None) -> int:
             alpha=args.alpha, extra_length=args.extra_length, data_dir=args.data_dir, log=log)
         log(f"exported {result.checkpoint} in {result.seconds:.1f} s, "
             f"{result.size_bytes / 2**20:.1f} MiB")
-        if "serving_default" in result.signatures:
+        if "serving_default" in result.signatures and result.ids_path == result.path:
+            log("signatures: serving_default (text), translate_ids (ids); core "
+                "TensorFlow ops only")
+        elif "serving_default" in result.signatures:
             log(f"signatures: serving_default (text), translate_ids (ids); ids-only "
                 f"SavedModel (no tensorflow_text needed): {result.ids_path}")
         else:

@@ -6,14 +6,17 @@ Signatures:
   translate_ids:   inputs int32 [B, S] (EOS included, 0-padded)
                    -> ids int32 [B, L] (best beam, EOS then 0s), scores float32 [B]
   serving_default: inputs tf.string [B] -> outputs tf.string [B], scores float32 [B]
-                   (only for problems with SentencePiece vocabularies: translation)
+                   (problems with SentencePiece vocabularies: translation; or the
+                   problem's own `Problem.serving_module`: parsing's sentences in,
+                   trees out, `t2t_lite.parsing.serving`, core ops only)
 
 Decoding follows `t2t_lite.decoding.decode_policy`, the rules `t2t_lite.decoding.decoder.Decoder` follows
 too, so the exported model gives the ids t2t_lite-decoder gives: inputs longer
 than hparams.max_length are truncated to max_length - 1 tokens + EOS, the batch
 is cut to its longest row, padded to a power of two (at least 8), and searched
 (`decode_padded`) with max_decode_length = padded length +
-extra_length. The search needs a static length, so translate_ids holds one
+extra_length, under the problem's search constraint (`Problem.decode_constraint`,
+parsing's tree constraint and tag dictionary, as constants in the graph). The search needs a static length, so translate_ids holds one
 traced search per padded length 8, 16, 32, ... up to the first that holds
 max_length, and picks the branch at run time (`tf.switch_case`).
 
@@ -222,31 +225,33 @@ def export(output_dir: str, export_dir: str, checkpoint: str | None = None,
         raise ExportError(f"{export_dir} exists and is not a directory")
     run = load_run(output_dir, checkpoint, data_dir)
     options = DecodeOptions.from_hparams(
-        run.hparams, beam_size=beam_size, alpha=alpha, extra_length=extra_length)
+        run.hparams, beam_size=beam_size, alpha=alpha, extra_length=extra_length,
+        constraint=run.problem.decode_constraint())
     if options.beam_size < 1 or options.extra_length < 0:
         raise ExportError("beam_size must be >= 1 and extra_length >= 0")
     max_length = int(run.hparams.max_length)
-    vocabs = vocab_files(run.problem)  # None: an ids-only problem (no text signature).
+    ids_module = _IdsModule(run.model, options, max_length)
+    # The problem's own text signature (parsing: words in, trees out, core ops only),
+    # else SentencePiece text in and out (tensorflow_text), else ids only.
+    module = run.problem.serving_module(ids_module, max_length)
+    vocabs = vocab_files(run.problem) if module is None else None
     if vocabs:
         check_in_graph_source(vocabs[0])
+        module = _TextModule(ids_module, max_length, *vocabs)
 
     os.makedirs(export_dir, exist_ok=True)
     for stale in atomic.remove_temporaries(export_dir, STAGING_NAME):
         log(f"removed {os.path.basename(stale)}, left by an interrupted export")
     with atomic.staging_directory(export_dir, STAGING_NAME, owned=True) as tmp:
         log("tracing translate_ids")
-        ids_module = _IdsModule(run.model, options, max_length)
-        ids_signatures = {"translate_ids": ids_module.translate_ids.get_concrete_function()}
-        signatures = ids_signatures
-        if vocabs:
+        signatures = {"translate_ids": ids_module.translate_ids.get_concrete_function()}
+        if module is not None:
             log("tracing serving_default (around the same translate_ids)")
-            module = _TextModule(ids_module, max_length, *vocabs)
-            signatures = {"serving_default": module.serve.get_concrete_function(),
-                          **ids_signatures}
-            _save(module, tmp, signatures)
-            _save(ids_module, os.path.join(tmp, IDS_SUBDIR), ids_signatures)
-        else:
-            _save(ids_module, tmp, signatures)
+            signatures["serving_default"] = module.serve.get_concrete_function()
+        _save(module or ids_module, tmp, signatures)
+        if vocabs:  # tensorflow_text's ops in the main SavedModel: an ids-only copy.
+            _save(ids_module, os.path.join(tmp, IDS_SUBDIR),
+                  {"translate_ids": signatures["translate_ids"]})
         version = next_version(export_dir)
         final = os.path.join(export_dir, str(version))
         os.chmod(tmp, 0o755)
