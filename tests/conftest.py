@@ -23,6 +23,11 @@ SHARED = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "sh
 DATA = os.environ.get("T2T_LITE_TEST_DATA") or os.path.join(SHARED, "data")
 
 
+from t2t_lite.training.options import EvalOptions  # noqa: E402
+
+# No dev evaluation at the end of a run (for tests whose subject is not evaluation).
+NO_EVAL = EvalOptions(eval_every_steps=0)
+
 TESTDATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata")
 
 

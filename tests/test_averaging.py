@@ -5,9 +5,10 @@ import shutil
 
 import numpy as np
 import pytest
+from conftest import NO_EVAL
 import tensorflow as tf
 
-from t2t_lite.training.options import EvalOptions, TrainOptions
+from t2t_lite.training.options import TrainOptions
 from t2t_lite import registry
 from t2t_lite.runs import averaging
 from t2t_lite.runs import weights
@@ -15,7 +16,6 @@ from t2t_lite.training import trainer
 from t2t_lite.bin import avg_checkpoints as avg_cli
 from t2t_lite.runs.checkpoints import CheckpointError
 
-NO_EVAL = EvalOptions(eval_every_steps=0)  # No dev evaluation at the end: not under test here.
 
 TINY = "dropout_rate=0.0,num_layers=1,d_model=32,d_ff=64,num_heads=2,batch_size=256"
 

@@ -8,10 +8,11 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import NO_EVAL
 import tensorflow as tf
 
 from t2t_lite.data.options import DatagenOptions
-from t2t_lite.training.options import EvalOptions, TrainOptions
+from t2t_lite.training.options import TrainOptions
 from t2t_lite import registry
 from t2t_lite.runs import weights
 from t2t_lite.data import datagen
@@ -27,7 +28,6 @@ from t2t_lite.problems.algorithmic import AlgorithmicReverse
 from t2t_lite.problems.translate import TranslateFiles
 from t2t_lite.registry import register_problem
 
-NO_EVAL = EvalOptions(eval_every_steps=0)  # No dev evaluation at the end: not under test here.
 
 TESTDATA = pathlib.Path(__file__).parent / "testdata" / "bleu"
 

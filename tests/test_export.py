@@ -8,10 +8,11 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import NO_EVAL
 import tensorflow as tf
 
 from t2t_lite.data.options import DatagenOptions
-from t2t_lite.training.options import EvalOptions, TrainOptions
+from t2t_lite.training.options import TrainOptions
 from t2t_lite import registry
 from t2t_lite.runs import weights
 from t2t_lite.data import datagen
@@ -25,7 +26,6 @@ from t2t_lite.bin import exporter as exporter_cli
 from t2t_lite.ids import strip_ids
 from t2t_lite.problems.base import Problem
 
-NO_EVAL = EvalOptions(eval_every_steps=0)  # No dev evaluation at the end: not under test here.
 
 TINY = "dropout_rate=0.0,num_layers=1,d_model=32,d_ff=64,num_heads=2,batch_size=256"
 TESTDATA = pathlib.Path(__file__).parent / "testdata" / "bleu"

@@ -15,10 +15,11 @@ import os
 import keras
 import numpy as np
 import pytest
+from conftest import NO_EVAL
 import tensorflow as tf
 from keras import ops
 
-from t2t_lite.training.options import EvalOptions, TrainOptions
+from t2t_lite.training.options import TrainOptions
 from t2t_lite import registry
 from t2t_lite.runs import averaging
 from t2t_lite.runs import checkpoints
@@ -35,7 +36,6 @@ from t2t_lite.model import Transformer
 from t2t_lite.problems.algorithmic import AlgorithmicReverse
 from t2t_lite.data.text_encoder import strip_ids
 
-NO_EVAL = EvalOptions(eval_every_steps=0)  # No dev evaluation at the end: not under test here.
 
 BAG = "model=bag_attention,d_model=16,batch_size=256,max_length=16,extra_length=5"
 

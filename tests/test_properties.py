@@ -12,10 +12,11 @@ import tempfile
 import zlib
 
 import pytest
+from conftest import NO_EVAL
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from t2t_lite.training.options import EvalOptions, TrainOptions
+from t2t_lite.training.options import TrainOptions
 from t2t_lite import registry
 from t2t_lite.decoding.splits import encode_lines
 from t2t_lite.decoding.text_io import read_source_lines, split_source_text
@@ -24,7 +25,6 @@ from t2t_lite.problems.base import ProblemError
 from t2t_lite.problems.translate_corpus import ParallelFiles, count_lines
 from t2t_lite.data.text_encoder import DataError
 
-NO_EVAL = EvalOptions(eval_every_steps=0)  # No dev evaluation at the end: not under test here.
 
 EXAMPLES = 200
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,

@@ -7,10 +7,10 @@ import socket
 import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
-from conftest import DATA, needs_data
+from conftest import NO_EVAL, DATA, needs_data
 
 from t2t_lite.data.options import DatagenOptions
-from t2t_lite.training.options import EvalOptions, TrainOptions
+from t2t_lite.training.options import TrainOptions
 from t2t_lite import registry
 from t2t_lite.data import datagen
 from t2t_lite.runs import run_dir
@@ -21,7 +21,6 @@ from t2t_lite.bin import trainer as trainer_cli
 from t2t_lite.problems import ProblemError
 from t2t_lite.data.text_encoder import normalize
 
-NO_EVAL = EvalOptions(eval_every_steps=0)  # No dev evaluation at the end: not under test here.
 
 pytestmark = needs_data("multi30k", "wmt14", "wmt14_enfr", "opennmt_toy_ende")
 WMT14 = os.path.join(DATA, "wmt14")
