@@ -1,5 +1,6 @@
 """The tree-constrained search: only well-formed trees over exactly the input words."""
 
+import functools
 import itertools
 
 import numpy as np
@@ -40,17 +41,24 @@ def test_token_tables():
     assert labels[3] != labels[4]
 
 
+@functools.lru_cache(maxsize=None)
 def _completable(n, max_length):
     """Every prefix (tuples of ids) of a well-formed linearization of n words
-    that ends with EOS within max_length tokens, by brute-force enumeration."""
-    tokens = [3, 4, 5, 6, 7, 8]
+    that ends with EOS within max_length tokens, by brute-force enumeration.
+
+    Only sequences that open a phrase first and close one last are tried (any
+    other fails `ptb.is_well_formed`: a slot or a close with nothing open, or a
+    phrase left open), which leaves a ninth of them to check."""
+    opens, closes, tokens = (3, 4), (5, 6), (3, 4, 5, 6, 7, 8)
     prefixes = set()
-    for length in range(1, max_length):
-        for seq in itertools.product(tokens, repeat=length):
-            if ptb.is_well_formed(text(seq), n):
-                full = seq + (1,)
-                prefixes.update(full[:i] for i in range(len(full) + 1))
-    return prefixes
+    for length in range(2, max_length):
+        for first, last in itertools.product(opens, closes):
+            for middle in itertools.product(tokens, repeat=length - 2):
+                seq = (first, *middle, last)
+                if ptb.is_well_formed(text(seq), n):
+                    full = seq + (1,)
+                    prefixes.update(full[:i] for i in range(len(full) + 1))
+    return frozenset(prefixes)
 
 
 @pytest.mark.parametrize("n,max_length", [(1, 6), (2, 7), (3, 8)])
@@ -60,54 +68,74 @@ def test_allowed_is_exactly_the_completable_continuations(n, max_length):
     completable = _completable(n, max_length)
     prefixes = sorted((p for p in completable if len(p) < max_length and 1 not in p), key=len)
     assert len(prefixes) > 20
-    inputs = tf.constant([source(n)])
-    for prefix in prefixes:
-        state = constraint.initial_state(inputs)
-        for token in (0,) + prefix:  # The search feeds the start id (0) first.
-            state = constraint.update(state, tf.constant([token]))
-        allowed = constraint.allowed(state, len(prefix), max_length).numpy()[0]
+    # All prefixes at once, one row each: the search feeds the start id (0) first,
+    # then the prefix; the padding after a short prefix is id 0 too, which leaves
+    # the state as it is (checked below), and each row is asked at its own index.
+    rows = np.zeros((len(prefixes), max_length), np.int32)
+    for row, prefix in enumerate(prefixes):
+        rows[row, 1:len(prefix) + 1] = prefix
+    state = constraint.initial_state(tf.constant([source(n)] * len(prefixes)))
+    for position in range(max_length):
+        state = constraint.update(state, tf.constant(rows[:, position]))
+    index = tf.constant([len(p) for p in prefixes], tf.int32)
+    allowed = constraint.allowed(state, index, max_length).numpy()
+    for row, prefix in enumerate(prefixes):
         expected = [prefix + (t,) in completable for t in range(V)]
-        assert allowed.tolist() == expected, (text(prefix), allowed, expected)
+        assert allowed[row].tolist() == expected, (text(prefix), allowed[row], expected)
+    # The padding id is a no-op, so the batched rows are the one-by-one states.
+    one = constraint.initial_state(tf.constant([source(n)]))
+    for token in (0,) + prefixes[-1]:
+        one = constraint.update(one, tf.constant([token]))
+    for key, value in one.items():
+        np.testing.assert_array_equal(value.numpy()[0], state[key].numpy()[-1])
 
 
 def _random_model(seed, scale=3.0):
-    """next_fn of a fake untrained decoder: logits from (index, last token)."""
-    table = tf.constant(np.random.default_rng(seed).normal(0, scale, (64, V, V)), tf.float32)
-
-    def next_fn(ids, index, cache):
-        return tf.gather(table[index], ids), cache
-
-    return next_fn
+    """A fake untrained decoder's logits, from (index, last token): [64, V, V]."""
+    return tf.constant(np.random.default_rng(seed).normal(0, scale, (64, V, V)), tf.float32)
 
 
-def _search(next_fn, inputs, beam_size, max_length, constraint):
+class _TableModel:
+    """The model interface over a logits table (`_random_model`)."""
+
+    target_vocab_size = V
+
+    def __init__(self, table):
+        self.table = table
+
+    def init_cache(self, inputs, length):
+        return {"x": tf.zeros([tf.shape(inputs)[0], 1])}, {}
+
+    def decode_step(self, ids, index, cache, cross):
+        return tf.gather(self.table[index], ids), cache
+
+    def grow_self_cache(self, cache, length):
+        return cache
+
+
+@functools.lru_cache(maxsize=None)
+def _traced_search(beam_size, max_length, constrained):
+    """search over a table model, traced once and reused for every table (seed)."""
+    constraint = TreeConstraint(TARGET, SOURCE) if constrained else None
+    return tf.function(lambda table, inputs: search(
+        _TableModel(table), inputs, beam_size, 0.3, max_length, constraint=constraint))
+
+
+def _search(table, inputs, beam_size, max_length, constrained):
     """search's loop over a fake model (with or without the constraint)."""
-    class Fake:
-        target_vocab_size = V
-
-        def init_cache(self, inputs, length):
-            return {"x": tf.zeros([tf.shape(inputs)[0], 1])}, {}
-
-        def decode_step(self, ids, index, cache, cross):
-            return next_fn(ids, index, cache)
-
-        def grow_self_cache(self, cache, length):
-            return cache
-
-    return search(Fake(), inputs, beam_size, 0.3, max_length, constraint=constraint)
+    return _traced_search(beam_size, max_length, constrained)(table, inputs)
 
 
 @pytest.mark.parametrize("beam_size", [1, 4])
 def test_untrained_model_only_builds_trees_over_the_input_words(beam_size):
-    constraint = TreeConstraint(TARGET, SOURCE)
     counts = [1, 2, 3, 5, 8, 13]
     inputs = tf.constant(decoding_pad([source(n) for n in counts]))
     max_length = inputs.shape[1] + 12
     invalid_before = 0
     for seed in range(3):
-        next_fn = _random_model(seed)
-        ids, scores = _search(next_fn, inputs, beam_size, max_length, constraint)
-        plain, _ = _search(next_fn, inputs, beam_size, max_length, None)
+        table = _random_model(seed)
+        ids, scores = _search(table, inputs, beam_size, max_length, True)
+        plain, _ = _search(table, inputs, beam_size, max_length, False)
         for row, n in enumerate(counts):
             # The search can always finish a tree, so the best hypothesis is a real one.
             assert scores[row, 0] > -1e8, (n, scores[row].numpy())
