@@ -51,7 +51,7 @@ class ReverseWithoutDev(AlgorithmicReverse):
 def _train(problem, hparams, output_dir, steps, eval_every, **options):
     lines = []
     eval_options = EvalOptions(
-        eval_every_steps=eval_every, eval_examples=64, eval_decode_examples=24,
+        eval_every_steps=eval_every, eval_examples=32, eval_decode_examples=8,
         eval_batch_size=8)
     result = trainer.train(
         registry.problem(problem), hparams, str(output_dir),
@@ -80,11 +80,11 @@ def test_problem_metric_reaches_dev_evaluation_and_best_is_kept(tiny_hparams, tm
     # real decodes of the first dev examples: references are dev targets as text.
     assert len(SCRIPT.calls) == 3
     problem = registry.problem("algorithmic_reverse")
-    dev = list(problem.examples("dev").take(24).as_numpy_iterator())
+    dev = list(problem.examples("dev").take(8).as_numpy_iterator())
     hypotheses, references, sources = SCRIPT.calls[-1]
     assert references == [problem.decode(ex["targets"]) for ex in dev]
     assert sources == [problem.decode(ex["inputs"]) for ex in dev]
-    assert len(hypotheses) == 24 and all(isinstance(h, str) for h in hypotheses)
+    assert len(hypotheses) == 8 and all(isinstance(h, str) for h in hypotheses)
     dev_lines = [line for line in lines if line.startswith("dev step")]
     assert [line.split(":")[0] for line in dev_lines] == ["dev step 5", "dev step 10",
                                                           "dev step 15"]
@@ -138,7 +138,7 @@ def test_dev_loss_matches_the_loss_of_the_model(tiny_hparams, tmp_path):
     model, hparams, *_ = weights.load_model(str(tmp_path))
     problem = registry.problem("algorithmic_reverse")
     totals = np.zeros(3)
-    for ex in problem.examples("dev").take(64).as_numpy_iterator():
+    for ex in problem.examples("dev").take(32).as_numpy_iterator():  # eval_examples
         batch = {k: tf.constant(v[None, :]) for k, v in ex.items()}
         totals += [float(v) for v in smoothed_cross_entropy_sums(
             model(batch, training=False), batch["targets"], hparams.label_smoothing)]
