@@ -198,12 +198,15 @@ class Problem(abc.ABC):
         `t2t_lite.parsing.tree_constraint.TreeConstraint`."""
         return None
 
-    def serving_module(self, ids_module, max_length: int):
+    def serving_module(self, ids_module, translate_tokens):
         """A tf.Module whose `serve` (tf.string [B] -> outputs, scores) is the export's
         text signature around `ids_module.translate_ids`, or None: the exporter's
-        SentencePiece text signature (`vocab_files`), or ids only. Parsing returns
+        SentencePiece text signature (`vocab_files`), or ids only.
+
+        `translate_tokens`: ragged int32 [B, (n)] source ids without EOS -> {"ids",
+        "scores"}, as the exporter searches them. Parsing returns
         `t2t_lite.parsing.serving.ParserTextModule` (words in, trees out)."""
-        del ids_module, max_length
+        del ids_module, translate_tokens
         return None
 
     def source_text(self, split: str, data_dir: str | None = None) -> list[tuple[str, str]]:
@@ -216,7 +219,8 @@ class Problem(abc.ABC):
 
     # --- Evaluation ---
     def eval_metrics(self) -> list[Metric]:
-        """The metrics decoded output is scored with; the first one selects checkpoints."""
+        """The metrics decoded output is scored with; the first one selects checkpoints
+        (best/) unless `--best_metric` names another."""
         return [ExactMatch()]
 
     def evaluate(self, hypotheses, references, sources=None) -> list[Score]:

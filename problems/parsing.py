@@ -254,7 +254,7 @@ class WsjParsing(Text2TextProblem):
             return reference
         return ptb.to_string(tree, top="TOP") if tree is not None else reference
 
-    def serving_module(self, ids_module, max_length: int):
+    def serving_module(self, ids_module, translate_tokens):
         """Sentences in, trees out, in the graph (`t2t_lite.parsing.serving`); None for a
         BPE source (its text signature is the SentencePiece one)."""
         from t2t_lite.parsing.serving import ParserTextModule
@@ -262,7 +262,7 @@ class WsjParsing(Text2TextProblem):
         source, target = self.source_vocab, self.target_vocab
         if source.model_type != "word":
             return None
-        return ParserTextModule(ids_module, max_length,
+        return ParserTextModule(ids_module, translate_tokens,
                                 [source.id_to_piece(i) for i in range(source.vocab_size)],
                                 [target.id_to_piece(i) for i in range(target.vocab_size)])
 

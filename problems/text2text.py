@@ -28,6 +28,7 @@ import tensorflow as tf
 
 from t2t_lite.data import shards
 from t2t_lite.metrics.bleu import SacreBleu, TokenizedBleu
+from t2t_lite.metrics.chrf_ter import SacreChrf, SacreTer
 from t2t_lite.problems.base import Problem, ProblemError
 from t2t_lite.problems.translate_corpus import FileCorpus, find_pair
 from t2t_lite.data.text_encoder import MODEL_SUFFIX, SubwordVocab, normalize
@@ -188,8 +189,9 @@ class Text2TextProblem(Problem):
         return self.source_vocab.decode(ids)
 
     def eval_metrics(self):
-        """sacreBLEU with its signature (report it), then the paper's tokenized BLEU."""
-        return [SacreBleu(), TokenizedBleu(self.target_lang)]
+        """sacreBLEU with its signature (report it; it keeps best/ unless --best_metric
+        says otherwise), the paper's tokenized BLEU, then sacreBLEU's chrF and TER."""
+        return [SacreBleu(), TokenizedBleu(self.target_lang), SacreChrf(), SacreTer()]
 
     # --- Data ---
     def examples(self, split: str, data_dir: str | None = None) -> tf.data.Dataset:

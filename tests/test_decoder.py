@@ -268,7 +268,9 @@ def test_translation_reference_prints_sacrebleu_and_target_language_bleu(tmp_pat
     hyps = out.read_text(encoding="utf-8").split("\n")[:-1]
     refs = reference.read_text(encoding="utf-8").split("\n")[:-1]
     detok, tok = bleu.sacrebleu_score(hyps, refs), bleu.tokenized_bleu(hyps, refs, "fr")
-    assert printed[-2] == (f"sacreBLEU (detokenized, report this): {detok.format()} "
+    assert printed[-4] == (f"sacreBLEU (detokenized, report this): {detok.format()} "
                            f"{detok.signature}")
-    assert printed[-1] == ("tokenized BLEU (paper-comparable, moses + compound splitting, "
+    assert printed[-3] == ("tokenized BLEU (paper-comparable, moses + compound splitting, "
                            f"fr): {tok.format()}")
+    assert printed[-2].startswith("chrF (sacreBLEU): chrF2 = ")
+    assert printed[-1].startswith("TER (sacreBLEU, lower is better): TER = ")

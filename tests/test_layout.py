@@ -26,7 +26,7 @@ ALLOWED = {
     "registry": {"errors"},
     "layers": set(),
     "metrics": set(),
-    "parsing": {"metrics", "model", "registry"},
+    "parsing": {"metrics", "model", "registry", "data"},
     "hparams": {"registry"},
     "model": {"layers", "registry", "hparams"},
     "data": {"registry"},

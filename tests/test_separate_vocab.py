@@ -208,7 +208,7 @@ def test_train_decode_export_with_separate_vocabularies(raw, tmp_path, capsys):
         trainer.train(problem, hparams, str(out), str(data_dir), options, strategy, log=print)
     result = trainer.train(problem, hparams.override("shared_embedding=false"), str(out),
                            str(data_dir), options, strategy, log=print)
-    assert [s.name for s in result.dev.scores] == ["sacrebleu", "bleu_tokenized"]
+    assert [s.name for s in result.dev.scores] == ["sacrebleu", "bleu_tokenized", "chrf", "ter"]
     model, *_ = weights.load_model(str(out))
     assert (model.source_vocab_size, model.target_vocab_size) == (420, 480)
 

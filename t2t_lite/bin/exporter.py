@@ -13,6 +13,8 @@ serving_default as sentences in, trees out, with the unknown-word classes, the
 tree constraint and the tag dictionary in the graph and no custom op
 (`t2t_lite.parsing.serving`).
 The beam size, alpha and extra_length default to the run's hparams.
+--sampling adds sample_ids (ids in, N samples out; temperature, top_k, top_p,
+seed and num_samples are inputs: `t2t_lite.serving.sampling`), to both SavedModels.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ def parse_args(argv=None):
     parser.add_argument("--alpha", type=float, default=None, help="default: the run's hparams")
     parser.add_argument("--extra_length", type=int, default=None,
                         help="default: the run's hparams")
+    parser.add_argument("--sampling", action="store_true",
+                        help="also export sample_ids: sampling instead of beam search")
     common.add_verbose_flag(parser)
     return parser.parse_args(argv)
 
@@ -49,7 +53,8 @@ def main(argv=None) -> int:
         log = lambda message: print(message, file=sys.stderr)  # noqa: E731
         result = export.export(
             args.output_dir, args.export_dir, args.checkpoint, beam_size=args.beam_size,
-            alpha=args.alpha, extra_length=args.extra_length, data_dir=args.data_dir, log=log)
+            alpha=args.alpha, extra_length=args.extra_length, data_dir=args.data_dir, log=log,
+            sampling=args.sampling)
         log(f"exported {result.checkpoint} in {result.seconds:.1f} s, "
             f"{result.size_bytes / 2**20:.1f} MiB")
         if "serving_default" in result.signatures and result.ids_path == result.path:
@@ -61,6 +66,9 @@ def main(argv=None) -> int:
         else:
             log("signatures: translate_ids only (the problem has no SentencePiece "
                 "vocabulary, so there is no text signature)")
+        if args.sampling:
+            log("signature sample_ids: inputs, temperature, top_k, top_p, seed, "
+                "num_samples -> ids [B, N, L], scores [B, N]")
         print(result.path)
         return 0
 

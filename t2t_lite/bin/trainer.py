@@ -8,7 +8,10 @@ Starting it again with the same --output_dir resumes from the newest checkpoint.
 Every --eval_every_steps steps and at the end it evaluates on the dev split (dev
 loss, and the problem's metric on greedy decodes of a bounded subset), writes
 both to TensorBoard (OUTPUT_DIR/dev) and keeps the best weights by that metric
-in OUTPUT_DIR/best/ (decode them with --checkpoint=best).
+(or --best_metric) in OUTPUT_DIR/best/ (decode them with --checkpoint=best).
+--early_stopping_evals=N stops when that metric has not improved for N dev
+evaluations in a row. --init_from=RUN_DIR[:ckpt-N|averaged|best] fine-tunes: a
+new run starts from that run's weights, with its own step counter and schedule.
 
 On several machines, start the same command on each with its TF_CONFIG (the
 cluster and this task); the workers train in lockstep under
@@ -58,6 +61,17 @@ def parse_args(argv=None):
     parser.add_argument("--jit", action="store_true", help="compile the step with XLA")
     parser.add_argument("--seed", type=int, default=_train("seed"),
                         help="random seed (default: %(default)s)")
+    _add_eval_flags(parser)
+    _add_init_from_flags(parser)
+    common.add_verbose_flag(parser)
+    args = parser.parse_args(argv)
+    if args.init_from_optimizer and not args.init_from:
+        parser.error("--init_from_optimizer needs --init_from=RUN_DIR:ckpt-N")
+    return args
+
+
+def _add_eval_flags(parser) -> None:
+    """Dev evaluation, best/ and early stopping (EvalOptions)."""
     parser.add_argument("--eval_every_steps", type=int, default=_eval("eval_every_steps"),
                         help="dev evaluation every N steps and at the end (0: never; "
                         "default: %(default)s)")
@@ -70,8 +84,27 @@ def parse_args(argv=None):
     parser.add_argument("--eval_decode_minutes", type=float,
                         default=_eval("eval_decode_minutes"),
                         help="time bound for decoding them (default: %(default)s)")
-    common.add_verbose_flag(parser)
-    return parser.parse_args(argv)
+    parser.add_argument("--best_metric", default=_eval("best_metric"),
+                        help="the dev metric that keeps best/ and that early stopping watches, "
+                        "by name (e.g. sacrebleu, chrf, ter; default: the problem's first)")
+    parser.add_argument("--early_stopping_evals", type=int,
+                        default=_eval("early_stopping_evals"),
+                        help="stop when the best metric has not improved for N dev evaluations "
+                        "in a row (0: never; default: %(default)s)")
+    parser.add_argument("--early_stopping_min_delta", type=float,
+                        default=_eval("early_stopping_min_delta"),
+                        help="an improvement must exceed this, in the metric's units "
+                        "(default: %(default)s)")
+
+
+def _add_init_from_flags(parser) -> None:
+    """Fine-tuning from another run (TrainOptions.init_from)."""
+    parser.add_argument("--init_from", default=_train("init_from"),
+                        help="fine-tune: start a new run from RUN_DIR[:ckpt-N|averaged|best]'s "
+                        "weights (same model-shaping hparams and vocabularies), with a fresh "
+                        "step counter, schedule and optimizer")
+    parser.add_argument("--init_from_optimizer", action="store_true",
+                        help="with --init_from: copy Adam's slots from that checkpoint too")
 
 
 def main(argv=None) -> int:
@@ -96,10 +129,14 @@ def main(argv=None) -> int:
             jit_compile=args.jit or _train("jit_compile"),
             seed=args.seed,
             progress_bar=sys.stdout.isatty(),
+            init_from=args.init_from,
+            init_from_optimizer=args.init_from_optimizer or _train("init_from_optimizer"),
             eval=EvalOptions(
                 eval_every_steps=args.eval_every_steps, eval_examples=args.eval_examples,
                 eval_decode_examples=args.eval_decode_examples,
-                eval_decode_minutes=args.eval_decode_minutes),
+                eval_decode_minutes=args.eval_decode_minutes, best_metric=args.best_metric,
+                early_stopping_evals=args.early_stopping_evals,
+                early_stopping_min_delta=args.early_stopping_min_delta),
         )
         result = trainer.train(problem, hparams, args.output_dir, args.data_dir, options,
                                strategy=strategy, log=lambda line: print(line, flush=True))

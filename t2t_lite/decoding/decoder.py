@@ -1,6 +1,8 @@
 """Batched decoding of id sequences with one traced function per padded length.
 
-Sources are sorted by length and batched, decoded with `search.decode_padded`,
+Sources are sorted by length and batched, decoded with `search.decode_padded`
+(or sampled with `sampling.sample_padded`, each keyed by its index in the
+list decoded or a key given, so its samples do not depend on the batching),
 and returned in their original order.
 """
 
@@ -10,6 +12,7 @@ import tensorflow as tf
 
 from t2t_lite.decoding import decode_policy
 from t2t_lite.decoding.options import DecodeOptions
+from t2t_lite.decoding.sampling import sample_padded
 from t2t_lite.decoding.search import decode_padded
 from t2t_lite.ids import strip_ids
 
@@ -24,9 +27,12 @@ class Decoder:
 
     def _function(self, source_length: int):
         if source_length not in self._functions:
-            spec = tf.TensorSpec([None, source_length], tf.int32)
+            spec = [tf.TensorSpec([None, source_length], tf.int32)]
+            if self.options.sampling:  # And each row's key.
+                spec.append(tf.TensorSpec([None], tf.int32))
             self._functions[source_length] = tf.function(
-                self._decode, input_signature=[spec], reduce_retracing=True,
+                self._sample if self.options.sampling else self._decode,
+                input_signature=spec, reduce_retracing=True,
                 jit_compile=self.options.jit_compile)
         return self._functions[source_length]
 
@@ -34,11 +40,17 @@ class Decoder:
         """inputs int32 [B, S] -> (ids int32 [B, K, L], scores float32 [B, K])."""
         return decode_padded(self.model, inputs, self.options)
 
-    def decode(self, sources: list[list[int]], progress=None):
-        """Decodes id sequences (EOS included), returning for each input, in order,
-        a list of (ids without EOS, score): the best first, all K with return_beams.
+    def _sample(self, inputs, keys):
+        """inputs int32 [B, S], keys int32 [B] -> (ids int32 [B, N, L], scores [B, N])."""
+        return sample_padded(self.model, inputs, keys, self.options)
 
-        `progress`: an optional `t2t_lite.progress.Progress`, advanced per batch."""
+    def decode(self, sources: list[list[int]], progress=None, keys=None):
+        """Decodes id sequences (EOS included), returning for each input, in order,
+        a list of (ids without EOS, score): the best first, all K with return_beams;
+        when sampling, the N samples in order.
+
+        `progress`: an optional `t2t_lite.progress.Progress`, advanced per batch.
+        `keys`: when sampling, each source's key for the noise (default: its index)."""
         lengths = decode_policy.row_lengths(sources)
         order = sorted(range(len(sources)), key=lambda i: lengths[i])
         results = [None] * len(sources)
@@ -46,9 +58,14 @@ class Decoder:
         for start in range(0, len(order), size):
             chunk = order[start:start + size]
             batch = decode_policy.pad_batch([sources[i] for i in chunk])
-            ids, scores = self._function(batch.shape[1])(tf.constant(batch))
+            args = [tf.constant(batch)]
+            if self.options.sampling:
+                args.append(tf.constant([i if keys is None else keys[i] for i in chunk], tf.int32))
+            ids, scores = self._function(batch.shape[1])(*args)
             ids, scores = ids.numpy(), scores.numpy()
             keep = self.options.beam_size if self.options.return_beams else 1
+            if self.options.sampling:
+                keep = self.options.num_samples
             for row, i in enumerate(chunk):
                 results[i] = [(strip_ids(ids[row, k]), float(scores[row, k])) for k in range(keep)]
             if progress is not None:

@@ -57,27 +57,9 @@ def search(model, inputs, beam_size: int, alpha: float, max_decode_length: int,
     if beam_size > 1:  # Rows b * K + k, as beam_search flattens them.
         cross_cache = tf.nest.map_structure(
             lambda x: tf.repeat(x, beam_size, axis=0), cross_cache)
-
-    growth = dict(cache_lengths=lengths, grow_cache=model.grow_self_cache,
-                  min_decode_length=min_decode_length)
-    if constraint is None:
-        def next_fn(ids, index, cache):
-            return model.decode_step(ids, index, cache, cross_cache)
-    else:
-        self_cache = (self_cache, constraint.initial_state(inputs))
-
-        adjust = getattr(constraint, "adjust_logits", None)
-
-        def next_fn(ids, index, cache):
-            model_cache, state = cache
-            logits, model_cache = model.decode_step(ids, index, model_cache, cross_cache)
-            state = constraint.update(state, ids)
-            return (adjust(state, logits) if adjust else logits), (model_cache, state)
-
-        growth.update(
-            grow_cache=lambda cache, n: (model.grow_self_cache(cache[0], n), cache[1]),
-            allowed_fn=lambda cache, index: constraint.allowed(
-                cache[1], index, max_decode_length))
+    next_fn, self_cache, growth = cached_decoder(
+        model, self_cache, cross_cache, inputs, max_decode_length, constraint)
+    growth["min_decode_length"] = min_decode_length
     batch = tf.shape(inputs)[0]
     if beam_size == 1:
         ids, scores = beam_search.greedy_search(
@@ -86,6 +68,45 @@ def search(model, inputs, beam_size: int, alpha: float, max_decode_length: int,
     return beam_search.beam_search(
         next_fn, self_cache, batch, beam_size, max_decode_length, EOS_ID, alpha=alpha,
         vocab_size=model.target_vocab_size, **growth)
+
+
+def cached_decoder(model, self_cache, cross_cache, inputs, max_decode_length, constraint=None):
+    """The callbacks a search (beam, greedy or sampling) runs over the model's cached decoder.
+
+    A `constraint` (`initial_state(inputs)`, `update(state, ids)`,
+    `allowed(state, index, L)`, as `t2t_lite.parsing.tree_constraint.TreeConstraint`)
+    keeps its per-row state beside the self_cache, updates it with each row's
+    last token, lets its optional `adjust_logits(state, logits)` change the
+    model's logits, and masks the tokens it forbids (`allowed_fn`); None runs
+    the plain decoder.
+
+    Args:
+      self_cache, cross_cache: `model.init_cache`'s, rows already repeated as
+        the search's rows are (the cross_cache for beams; both for samples).
+      inputs: int32 [rows, S], the source of each self_cache row (for the constraint).
+
+    Returns:
+      (next_fn, initial cache, dict(cache_lengths=, grow_cache=[, allowed_fn=])).
+    """
+    growth = dict(cache_lengths=cache_lengths(max_decode_length),
+                  grow_cache=model.grow_self_cache)
+    if constraint is None:
+        def next_fn(ids, index, cache):
+            return model.decode_step(ids, index, cache, cross_cache)
+        return next_fn, self_cache, growth
+    adjust = getattr(constraint, "adjust_logits", None)
+
+    def constrained_next_fn(ids, index, cache):
+        model_cache, state = cache
+        logits, model_cache = model.decode_step(ids, index, model_cache, cross_cache)
+        state = constraint.update(state, ids)
+        return (adjust(state, logits) if adjust else logits), (model_cache, state)
+
+    growth.update(
+        grow_cache=lambda cache, n: (model.grow_self_cache(cache[0], n), cache[1]),
+        allowed_fn=lambda cache, index: constraint.allowed(
+            cache[1], index, max_decode_length))
+    return constrained_next_fn, (self_cache, constraint.initial_state(inputs)), growth
 
 
 def decode_padded(model, inputs, options):

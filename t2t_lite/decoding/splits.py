@@ -81,13 +81,16 @@ def decode_lines(problem, model, lines: list[str], options: DecodeOptions,
                  max_length: int, warn=print, progress=None) -> list[list[tuple[str, float]]]:
     """Decodes text lines; each result is [(text, score), ...], best first.
 
-    An empty input line gives [("", 0.0)]. `progress`: as for `decode_split`.
+    An empty input line gives [("", 0.0)] (N of them when sampling N); samples of
+    line i are keyed i. `progress`: as for `decode_split`.
     """
     sources = encode_lines(problem, lines, max_length, warn)
     nonempty = [i for i, ids in enumerate(sources) if ids]
     decoded = Decoder(model, options).decode([sources[i] for i in nonempty],
-                                             progress and progress(len(nonempty)))
-    results = [[("", 0.0)] for _ in sources]
+                                             progress and progress(len(nonempty)),
+                                             keys=nonempty)  # Samples keyed by line.
+    empty = [("", 0.0)] * (options.num_samples if options.sampling else 1)
+    results = [list(empty) for _ in sources]
     for i, beams in zip(nonempty, decoded):
         results[i] = [(problem.format_output(lines[i].strip(), problem.decode(ids)), score)
                       for ids, score in beams]

@@ -3,7 +3,10 @@
 A problem declares its metrics (`Problem.eval_metrics`, as tensor2tensor's
 `Problem.eval_metrics`); the decoder prints every Score's `line`, the trainer's
 dev evaluation logs every Score's `value` to TensorBoard as `dev/<name>` and
-keeps the best checkpoint by the first metric. Adding a metric means writing a
+keeps the best checkpoint by the first metric (or the one `--best_metric` names).
+A Score whose metric is lower-is-better (TER) keeps its real value and says so
+with `higher_is_better=False`; every comparison goes through `improvement`.
+Adding a metric means writing a
 `Metric` subclass and returning it from a problem: no edit to the decoder or
 the trainer.
 """
@@ -37,13 +40,28 @@ class Score:
     Attributes:
       name: short identifier, used as the TensorBoard tag `dev/<name>` and in
         `best/best.json` (e.g. "exact_match", "sacrebleu", "bleu_tokenized").
-      value: the figure; higher is better.
+      value: the figure as the metric defines it (TER is a TER, not -TER).
       line: the one line a person reads, with how it was computed.
+      higher_is_better: False for an error rate (TER): best/ and early stopping
+        then keep the lowest value.
     """
 
     name: str
     value: float
     line: str
+    higher_is_better: bool = True
+
+
+def improvement(score: Score, reference: float | None) -> float:
+    """How much `score` is better than `reference` (in the metric's units; inf if None).
+
+    Positive when better, whichever way the metric points: value - reference,
+    or reference - value for a lower-is-better metric.
+    """
+    if reference is None:
+        return float("inf")
+    delta = score.value - reference
+    return delta if score.higher_is_better else -delta
 
 
 class Metric(abc.ABC):

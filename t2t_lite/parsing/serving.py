@@ -30,7 +30,6 @@ import sys
 import tensorflow as tf
 
 from t2t_lite.data import word_classes
-from t2t_lite.decoding import decode_policy
 from t2t_lite.ids import EOS_ID, PAD_ID
 from t2t_lite.parsing import ptb
 from t2t_lite.parsing.tree_constraint import CLOSE, OPEN, TAG, token_tables
@@ -161,21 +160,23 @@ def _gather_rows(words, index):
 
 
 class ParserTextModule(tf.Module):
-    """serving_default for a parsing run: sentences in, trees and scores out."""
+    """serving_default for a parsing run: sentences in, trees and scores out.
 
-    def __init__(self, ids_module, max_length: int, source_pieces: list[str],
+    `translate_tokens`: ragged int32 [B, (n)] source ids without EOS -> {"ids", "scores"}
+    (the exporter's: EOS, truncation and padding as the decoder's, then
+    `ids_module.translate_ids`)."""
+
+    def __init__(self, ids_module, translate_tokens, source_pieces: list[str],
                  target_pieces: list[str]):
         super().__init__(name="t2t_lite_export_parser")
         self.ids_module = ids_module
         self.translate_ids = ids_module.translate_ids
         self.word_ids = WordIds(source_pieces)
         writer = TreeWriter(target_pieces)
-        translate_ids = ids_module.translate_ids
 
         def serve(inputs):
             words = tf_words(inputs)
-            ids = self.word_ids(tf_treebank_words(words))
-            out = translate_ids(decode_policy.tf_source_ids(ids, max_length))
+            out = translate_tokens(self.word_ids(tf_treebank_words(words)))
             empty = words.row_lengths() == 0
             return {"outputs": writer(words, out["ids"]),
                     "scores": tf.where(empty, 0.0, out["scores"])}

@@ -7,6 +7,9 @@ directory that already holds a run must agree on the problem and on every
 model-shaping hparam. Files written before separate vocabularies existed hold
 one "vocab_size"; it is read as both sizes. `precision` may change on resume
 except to or from "mixed_float16", whose optimizer checkpoints a loss scale.
+A fine-tuned run (`t2t_lite-trainer --init_from`) also holds `init_from.json`,
+where it started: the source run, checkpoint and step, and whether the
+optimizer's slots came with the weights (`t2t_lite.training.warm_start`).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from t2t_lite.hparams.hparams import HParams
 
 HPARAMS_FILE = "hparams.json"
 PROBLEM_FILE = "problem.json"
+INIT_FROM_FILE = "init_from.json"
 
 
 class RunDirError(UserError, ValueError):
@@ -48,6 +52,21 @@ def read_run(output_dir: str) -> tuple[HParams, dict]:
         info.setdefault("source_vocab_size", info["vocab_size"])
         info.setdefault("target_vocab_size", info.pop("vocab_size"))
     return hparams, info
+
+
+def read_init_from(output_dir: str) -> dict | None:
+    """Where the run in `output_dir` started (`init_from.json`), None if from scratch."""
+    path = os.path.join(output_dir, INIT_FROM_FILE)
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def write_init_from(output_dir: str, record: dict) -> None:
+    """Writes `init_from.json` (atomically): the run started from `record`'s checkpoint."""
+    atomic.write_text(os.path.join(output_dir, INIT_FROM_FILE),
+                      json.dumps(record, indent=2) + "\n")
 
 
 def holds_weights(output_dir: str) -> bool:

@@ -76,6 +76,21 @@ def load_model(output_dir: str, checkpoint: str | None = None):
     hparams, info = run_dir.read_run(output_dir)
     path = checkpoint_path(output_dir, checkpoint)
     model = build_run_model(hparams, info)
+    read_weights(model, path, output_dir)
+    return model, hparams, info, path
+
+
+def read_weights(model, path: str, output_dir: str,
+                 hint: str = "pick another with --checkpoint") -> None:
+    """Restores `model`'s weights from the checkpoint `path` of the run in `output_dir`.
+
+    Every weight of the model must be in the checkpoint with its shape, and the
+    checkpoint may hold no model weight the model lacks. `hint`: what the
+    error tells the user to do.
+
+    Raises:
+      CheckpointError: it cannot be read, or it holds another model's weights.
+    """
     try:
         saved = dict(tf.train.list_variables(path))
         expected = weight_keys(model)
@@ -94,9 +109,7 @@ def load_model(output_dir: str, checkpoint: str | None = None):
     except (tf.errors.OpError, ValueError, IndexError) as e:
         first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise CheckpointError(
-            f"cannot read checkpoint {path}: {first_line}; pick another with --checkpoint"
-        ) from None
-    return model, hparams, info, path
+            f"cannot read checkpoint {path}: {first_line}; {hint}") from None
 
 
 def write_weights_dir(model, directory: str, record: dict, record_file: str) -> str:

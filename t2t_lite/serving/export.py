@@ -5,6 +5,9 @@
 Signatures:
   translate_ids:   inputs int32 [B, S] (EOS included, 0-padded)
                    -> ids int32 [B, L] (best beam, EOS then 0s), scores float32 [B]
+  sample_ids:      (only with `sampling=True`, t2t_lite-exporter --sampling) inputs
+                   int32 [B, S], temperature, top_k, top_p, seed, num_samples ->
+                   ids int32 [B, N, L], scores float32 [B, N]: `t2t_lite.serving.sampling`
   serving_default: inputs tf.string [B] -> outputs tf.string [B], scores float32 [B]
                    (problems with SentencePiece vocabularies: translation; or the
                    problem's own `Problem.serving_module`: parsing's sentences in,
@@ -59,6 +62,7 @@ from t2t_lite.decoding.search import decode_padded
 from t2t_lite.ids import EOS_ID, PAD_ID
 from t2t_lite.data.text_encoder import SubwordVocab
 from t2t_lite.errors import UserError
+from t2t_lite.serving import sampling as sampling_signature
 
 IDS_SUBDIR = "ids"
 
@@ -218,7 +222,7 @@ def _save(module, path, signatures):
 def export(output_dir: str, export_dir: str, checkpoint: str | None = None,
            beam_size: int | None = None, alpha: float | None = None,
            extra_length: int | None = None, data_dir: str | None = None,
-           log=lambda _: None) -> ExportResult:
+           log=lambda _: None, sampling: bool = False) -> ExportResult:
     """Exports the run in output_dir to export_dir/<next version>/; see the module doc."""
     start = time.time()
     if os.path.exists(export_dir) and not os.path.isdir(export_dir):
@@ -231,9 +235,13 @@ def export(output_dir: str, export_dir: str, checkpoint: str | None = None,
         raise ExportError("beam_size must be >= 1 and extra_length >= 0")
     max_length = int(run.hparams.max_length)
     ids_module = _IdsModule(run.model, options, max_length)
+    if sampling:  # Tracked by the module, so saved with it and its ids-only copy.
+        ids_module.sample_ids = sampling_signature.sample_ids_function(
+            run.model, options, max_length)
     # The problem's own text signature (parsing: words in, trees out, core ops only),
     # else SentencePiece text in and out (tensorflow_text), else ids only.
-    module = run.problem.serving_module(ids_module, max_length)
+    module = run.problem.serving_module(ids_module, lambda tokens: ids_module.translate_ids(
+        decode_policy.tf_source_ids(tokens, max_length)))
     vocabs = vocab_files(run.problem) if module is None else None
     if vocabs:
         check_in_graph_source(vocabs[0])
@@ -245,13 +253,17 @@ def export(output_dir: str, export_dir: str, checkpoint: str | None = None,
     with atomic.staging_directory(export_dir, STAGING_NAME, owned=True) as tmp:
         log("tracing translate_ids")
         signatures = {"translate_ids": ids_module.translate_ids.get_concrete_function()}
+        if sampling:
+            log(f"tracing {sampling_signature.SIGNATURE}")
+            signatures[sampling_signature.SIGNATURE] = \
+                ids_module.sample_ids.get_concrete_function()
         if module is not None:
             log("tracing serving_default (around the same translate_ids)")
             signatures["serving_default"] = module.serve.get_concrete_function()
         _save(module or ids_module, tmp, signatures)
         if vocabs:  # tensorflow_text's ops in the main SavedModel: an ids-only copy.
             _save(ids_module, os.path.join(tmp, IDS_SUBDIR),
-                  {"translate_ids": signatures["translate_ids"]})
+                  {k: f for k, f in signatures.items() if k != "serving_default"})
         version = next_version(export_dir)
         final = os.path.join(export_dir, str(version))
         os.chmod(tmp, 0o755)

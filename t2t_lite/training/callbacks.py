@@ -13,6 +13,13 @@ exactly; these callbacks give a Keras user the paper's recipe in plain Keras:
                   CheckpointAveraging(last=5, every_steps=1000),
                   keras.callbacks.BackupAndRestore("backup"),
                   keras.callbacks.TensorBoard("logs")])
+
+`DevMetrics` adds the problem's dev metrics to fit's logs (`val_sacrebleu`, ...),
+so `keras.callbacks.EarlyStopping` can stop on one (list it first):
+
+    callbacks=[DevMetrics(problem, hparams),
+               keras.callbacks.EarlyStopping(monitor="val_sacrebleu", mode="max",
+                                             patience=5, min_delta=0.1)]
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from __future__ import annotations
 import keras
 import numpy as np
 
+from t2t_lite.training import evaluation
 from t2t_lite.training.schedules import paper_learning_rate
 
 
@@ -106,3 +114,45 @@ class CheckpointAveraging(keras.callbacks.Callback):
     def averaged_steps(self) -> list[int]:
         """The optimizer steps of the snapshots averaged (or to be averaged)."""
         return [step for step, _ in self.snapshots]
+
+
+class DevMetrics(keras.callbacks.Callback):
+    """Scores greedy decodes of the first dev examples at every epoch end, into fit's logs.
+
+    As the trainer's dev evaluation does (`t2t_lite.training.evaluation`): the
+    first `examples` dev examples, decoded greedily (within `minutes`) and
+    scored with the problem's metrics; each Score's value goes into the epoch's
+    logs as `val_<name>` (`val_exact_match`, `val_sacrebleu`, `val_chrf`,
+    `val_ter`, ...), where History, TensorBoard and `keras.callbacks.EarlyStopping`
+    read it. List it before them: Keras calls callbacks in order with one logs
+    dict. TER is lower-is-better: `EarlyStopping(monitor="val_ter", mode="min")`.
+
+    Args:
+      problem: the Problem being trained (its dev split, metrics and vocabulary).
+      hparams: its HParams (alpha, extra_length, max_length for the decodes).
+      examples: how many dev examples to decode and score.
+      batch_size: sentences per decoding batch.
+      minutes: time bound of the decoding.
+    """
+
+    def __init__(self, problem, hparams, examples: int = 200, batch_size: int = 64,
+                 minutes: float = 2.0):
+        super().__init__()
+        self.problem, self.hparams = problem, hparams
+        self.count, self.batch_size, self.minutes = examples, batch_size, minutes
+        self.examples = None
+        self.decoder = None
+        self.scores = []  # The last epoch's t2t_lite.metrics.Score list.
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.decoder is None:
+            self.examples = evaluation.first_examples(self.problem, self.count)
+            self.decoder = evaluation.greedy_decoder(self.problem, self.model, self.hparams,
+                                                     self.batch_size)
+        sources, hypotheses, references = evaluation.decode_examples(
+            self.problem, self.decoder, self.examples, self.hparams.max_length,
+            self.batch_size, self.minutes)
+        self.scores = self.problem.evaluate(hypotheses, references, sources)
+        if logs is not None:
+            for score in self.scores:
+                logs[f"val_{score.name}"] = score.value

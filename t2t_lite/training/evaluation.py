@@ -10,10 +10,13 @@ Every `eval_every_steps` steps and at the end of training, the trainer calls
   says how many were scored);
 and logs them, writes them to TensorBoard (`OUTPUT_DIR/dev`: `loss`, `nll`,
 and one scalar per metric name), and keeps the best weights by the problem's
-first metric in `OUTPUT_DIR/best/` (`ckpt` + `best.json` with the step and
-every score), so a user selects on dev, never on test:
-`t2t_lite-decoder --checkpoint=best`. A resumed run reads `best.json` and only
-replaces `best/` with a better evaluation.
+first metric, or the one `EvalOptions.best_metric` (`--best_metric`) names, in
+`OUTPUT_DIR/best/` (`ckpt` + `best.json` with the step, that metric's name and
+value, and every score), so a user selects on dev, never on test:
+`t2t_lite-decoder --checkpoint=best`. "Best" follows the metric's direction
+(`Score.higher_is_better`: the lowest TER). A resumed run reads `best.json` and
+only replaces `best/` with a better evaluation (or when it was kept by another
+metric). Early stopping on the same metric is `t2t_lite.training.early_stopping`.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from t2t_lite.data import batching
 from t2t_lite.decoding import decode_policy
 from t2t_lite.decoding.decoder import Decoder
 from t2t_lite.decoding.options import DecodeOptions
+from t2t_lite.metrics.base import MetricError, improvement
 from t2t_lite.training.losses import smoothed_cross_entropy_sums
 from t2t_lite.training.options import EvalOptions
 from t2t_lite.problems.base import ProblemError
@@ -48,6 +52,26 @@ class DevResult:
     decoded: int  # Examples decoded and scored.
     seconds: float
     is_best: bool
+    best_metric: str = ""  # The name of the score that keeps best/ ("": the first).
+
+    def best_score(self):
+        """The Score that keeps best/ (and that early stopping watches)."""
+        return next((s for s in self.scores if s.name == self.best_metric), self.scores[0])
+
+
+def best_metric_name(problem, requested: str | None = None) -> str | None:
+    """The metric that keeps best/: `requested`, or the problem's first (None if it has none).
+
+    Raises:
+      MetricError: `requested` is not one of the problem's metrics (lists them).
+    """
+    names = [metric.name for metric in problem.eval_metrics()]
+    if requested is None:
+        return names[0] if names else None
+    if requested not in names:
+        raise MetricError(f"unknown --best_metric {requested!r}: {problem.name}'s metrics are "
+                          f"{', '.join(names) or 'none'}")
+    return requested
 
 
 def mean_loss(model, hparams, dataset, loss_sums=None) -> tuple[float, float]:
@@ -94,11 +118,10 @@ class DevEvaluator:
         self.options = options
         self.save_weights = save_weights
         self.log = log
-        self.examples = _first_examples(problem, options.eval_examples)
+        self.examples = first_examples(problem, options.eval_examples)
         self.writer = tf.summary.create_file_writer(os.path.join(output_dir, "dev"))
-        self.decoder = Decoder(model, DecodeOptions(
-            beam_size=1, alpha=hparams.alpha, extra_length=hparams.extra_length,
-            batch_size=options.eval_batch_size, constraint=problem.decode_constraint()))
+        self.decoder = greedy_decoder(problem, model, hparams, options.eval_batch_size)
+        self.best_metric = best_metric_name(problem, options.best_metric)
         self.best = read_best(output_dir)
         self._loss_fn = tf.function(self._loss_sums, input_signature=[
             {name: tf.TensorSpec([None, None], tf.int32) for name in ("inputs", "targets")}])
@@ -128,37 +151,27 @@ class DevEvaluator:
 
     def decode(self) -> tuple[list[str], list[str], list[str]]:
         """(sources, hypotheses, references) of greedy decodes, within the time bound."""
-        wanted = self.examples[:self.options.eval_decode_examples]
-        deadline = time.time() + 60.0 * self.options.eval_decode_minutes
-        size = self.options.eval_batch_size
-        decoded = []
-        for start in range(0, len(wanted), size):
-            chunk = [decode_policy.truncate(list(ex["inputs"]), self.hparams.max_length)
-                     for ex in wanted[start:start + size]]
-            decoded += [self.problem.decode(beams[0][0]) for beams in self.decoder.decode(chunk)]
-            if time.time() > deadline:
-                break
-        done = wanted[:len(decoded)]
-        sources = [self.problem.decode_inputs(ex["inputs"]) for ex in done]
-        hypotheses = [self.problem.format_output(s, h) for s, h in zip(sources, decoded)]
-        references = [self.problem.format_output(s, self.problem.decode(ex["targets"]))
-                      for s, ex in zip(sources, done)]
-        return sources, hypotheses, references
+        return decode_examples(
+            self.problem, self.decoder, self.examples[:self.options.eval_decode_examples],
+            self.hparams.max_length, self.options.eval_batch_size,
+            self.options.eval_decode_minutes)
 
     def evaluate(self, step: int) -> DevResult:
-        """Dev loss and metrics at `step`; replaces `best/` when the first metric improved."""
+        """Dev loss and metrics at `step`; replaces `best/` when the best metric improved."""
         start = time.time()
         loss, nll = self.dev_loss()
         sources, hypotheses, references = self.decode()
         scores = self.problem.evaluate(hypotheses, references, sources)
         seconds = time.time() - start
-        primary = scores[0]
-        # A best/ kept under another metric (the problem changed its first metric) is
-        # not comparable: the first evaluation replaces it.
+        result = DevResult(step, loss, nll, scores, len(hypotheses), seconds, False,
+                           self.best_metric or "")
+        primary = result.best_score()
+        # A best/ kept under another metric (another --best_metric, or the problem
+        # changed its first metric) is not comparable: the first evaluation replaces it.
         is_best = (self.best is None or self.best.get("metric") != primary.name
-                   or primary.value > self.best["value"])
+                   or improvement(primary, self.best["value"]) > 0)
         if is_best:
-            self._save_best(step, loss, nll, scores, len(hypotheses))
+            self._save_best(step, loss, nll, scores, primary, len(hypotheses))
         with self.writer.as_default(step=step):
             tf.summary.scalar("loss", loss)
             tf.summary.scalar("nll", nll)
@@ -170,10 +183,11 @@ class DevEvaluator:
         self.log(f"dev step {step}: loss {loss:.4f}  nll {nll:.4f}  {metrics} "
                  f"({len(hypotheses)} greedy decodes{', time bound reached' if cut else ''}, "
                  f"{seconds:.1f} s){'  new best -> ' + BEST_DIR + '/' if is_best else ''}")
-        return DevResult(step, loss, nll, scores, len(hypotheses), seconds, is_best)
+        return dataclasses.replace(result, is_best=is_best)
 
-    def _save_best(self, step, loss, nll, scores, decoded):
-        record = {"step": step, "metric": scores[0].name, "value": scores[0].value,
+    def _save_best(self, step, loss, nll, scores, primary, decoded):
+        record = {"step": step, "metric": primary.name, "value": primary.value,
+                  "higher_is_better": primary.higher_is_better,
                   "dev_loss": loss, "dev_nll": nll, "decoded": decoded,
                   "scores": {s.name: s.value for s in scores},
                   "lines": [s.line for s in scores]}
@@ -181,13 +195,42 @@ class DevEvaluator:
         self.best = record
 
 
-def _first_examples(problem, count: int) -> list[dict]:
-    """The first `count` dev examples as int32 numpy arrays (ProblemError if none)."""
+def greedy_decoder(problem, model, hparams, batch_size: int) -> Decoder:
+    """The Decoder dev evaluation uses: beam 1, the run's alpha and extra length."""
+    return Decoder(model, DecodeOptions(
+        beam_size=1, alpha=hparams.alpha, extra_length=hparams.extra_length,
+        batch_size=batch_size, constraint=problem.decode_constraint()))
+
+
+def decode_examples(problem, decoder, examples, max_length: int, batch_size: int,
+                    minutes: float) -> tuple[list[str], list[str], list[str]]:
+    """(sources, hypotheses, references) as text of `examples` decoded by `decoder`.
+
+    Stops after the batch that passes `minutes` (the rest is left out).
+    """
+    deadline = time.time() + 60.0 * minutes
+    decoded = []
+    for start in range(0, len(examples), batch_size):
+        chunk = [decode_policy.truncate(list(ex["inputs"]), max_length)
+                 for ex in examples[start:start + batch_size]]
+        decoded += [problem.decode(beams[0][0]) for beams in decoder.decode(chunk)]
+        if time.time() > deadline:
+            break
+    done = examples[:len(decoded)]
+    sources = [problem.decode_inputs(ex["inputs"]) for ex in done]
+    hypotheses = [problem.format_output(s, h) for s, h in zip(sources, decoded)]
+    references = [problem.format_output(s, problem.decode(ex["targets"]))
+                  for s, ex in zip(sources, done)]
+    return sources, hypotheses, references
+
+
+def first_examples(problem, count: int, split: str = "dev") -> list[dict]:
+    """The first `count` examples of `split` as int32 numpy arrays (ProblemError if none)."""
     examples = []
-    for example in problem.examples("dev").take(count).as_numpy_iterator():
+    for example in problem.examples(split).take(count).as_numpy_iterator():
         examples.append({k: np.asarray(v, np.int32) for k, v in example.items()})
     if not examples:
-        raise ProblemError(f"{problem.name} has no dev examples")
+        raise ProblemError(f"{problem.name} has no {split} examples")
     return examples
 
 

@@ -19,6 +19,13 @@ class EvalOptions:
     eval_decode_examples: int = 200  # Of those, greedily decoded and scored.
     eval_decode_minutes: float = 2.0  # Time bound for decoding them.
     eval_batch_size: int = 64  # Sentences per decoding batch.
+    # The metric that keeps best/ (and that early stopping watches), by its
+    # Score name ("sacrebleu", "chrf", "ter", ...); None = the problem's first.
+    best_metric: str | None = None
+    # Stop training when that metric has not improved by more than
+    # early_stopping_min_delta for this many dev evaluations in a row; 0 = never.
+    early_stopping_evals: int = 0
+    early_stopping_min_delta: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,3 +47,8 @@ class TrainOptions:
     # The matmul peak (FLOP/s, all replicas) that MFU divides by; None = measure
     # it before training (`t2t_lite.training.flops.matmul_peak`, under a second).
     peak_flops: float | None = None
+    # Fine-tuning: start a new run from another run's weights, "RUN_DIR" (its
+    # newest checkpoint) or "RUN_DIR:ckpt-N|averaged|best", with a fresh step
+    # counter, schedule and optimizer (t2t_lite.training.warm_start).
+    init_from: str | None = None
+    init_from_optimizer: bool = False  # Keep the source checkpoint's Adam slots too.

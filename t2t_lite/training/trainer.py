@@ -8,11 +8,15 @@ paper wrote one every 10 minutes), keeping the last `keep_checkpoint_max`. Each
 checkpoint holds the weights, the optimizer (its step, hence the learning rate,
 and its slots) and the position of the input pipeline, so a run that crashed
 or was killed resumes where its last checkpoint left it when started again.
+A new run may start from another run's weights (`TrainOptions.init_from`,
+`t2t_lite.training.warm_start`) and stop early when the dev metric stops
+improving (`EvalOptions.early_stopping_evals`, `t2t_lite.training.early_stopping`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from typing import Callable
 
@@ -27,7 +31,10 @@ from t2t_lite.runs import run_dir
 from t2t_lite.training import flops as flop_count
 from t2t_lite.runs import checkpoints as checkpoint_files
 from t2t_lite.runs.weights import build_model, model_weights, write_weights_dir
-from t2t_lite.training.evaluation import BEST_DIR, BEST_FILE, DevEvaluator, DevResult
+from t2t_lite.training import warm_start
+from t2t_lite.training.early_stopping import EarlyStopping
+from t2t_lite.training.evaluation import (BEST_DIR, BEST_FILE, DevEvaluator, DevResult,
+                                          best_metric_name)
 from t2t_lite.training.options import TrainOptions
 from t2t_lite.training.schedules import TransformerSchedule, paper_learning_rate
 from t2t_lite.training.train_step import StepRunner
@@ -136,6 +143,7 @@ class _Session:
     ledger: flop_count.FlopLedger
     saver: _Saver
     evaluator: DevEvaluator | None  # None off the chief, or when dev evaluation is off.
+    stopper: EarlyStopping | None  # None off the chief, or when early stopping is off.
 
 
 def _learning_rate(hparams, step: int) -> float:
@@ -143,10 +151,43 @@ def _learning_rate(hparams, step: int) -> float:
                                      hparams.learning_rate_scale))
 
 
+def _init_from(model, optimizer, problem, hparams, output_dir, options, restored, chief, log):
+    """--init_from: a new run gets the source's weights; a resumed run keeps its own.
+
+    Raises:
+      WarmStartError: the run resumes its own checkpoints but --init_from names
+        another source than the one it started from (or it started from scratch).
+    """
+    started = run_dir.read_init_from(output_dir)
+    if restored:
+        source = options.init_from and os.path.abspath(
+            warm_start.InitFrom.parse(options.init_from).run_dir)
+        if source and (started is None or started.get("run_dir") != source):
+            origin = f"fine-tuned from {started['run_dir']}" if started else "from scratch"
+            raise warm_start.WarmStartError(
+                f"{output_dir} already holds checkpoints of its own run ({origin}), which it "
+                "resumes: leave --init_from out, or fine-tune into a new --output_dir")
+        if started:
+            log(f"(a run fine-tuned from {started['checkpoint']})")
+        return
+    if not options.init_from:
+        if started and chief:  # What a fine-tuning that never saved left: not this run.
+            os.remove(os.path.join(output_dir, run_dir.INIT_FROM_FILE))
+        return
+    record = warm_start.warm_start(model, optimizer, options.init_from, hparams, problem,
+                                   output_dir, options.init_from_optimizer)
+    if chief:
+        run_dir.write_init_from(output_dir, record)
+    log(warm_start.describe(record))
+
+
 def _start(problem, hparams, output_dir, data_dir, options, strategy, log) -> _Session:
     """Prepares the run, builds the model, resumes it, and everything the loop needs."""
     chief, out = cluster.is_chief(strategy), cluster.write_dir(output_dir, strategy)
     problem.set_data_dir(data_dir)
+    best_metric_name(problem, options.eval.best_metric)  # An unknown name fails now.
+    if options.init_from and chief and not tf.train.latest_checkpoint(output_dir):
+        warm_start.check_source(options.init_from, hparams, problem, output_dir)  # Now too.
     if chief:
         run_dir.prepare_run(output_dir, hparams, problem.name, problem.source_vocab_size,
                             problem.target_vocab_size, data_dir)
@@ -163,6 +204,7 @@ def _start(problem, hparams, output_dir, data_dir, options, strategy, log) -> _S
     manager, restored = _restore(checkpoint, optimizer, output_dir, out, options, log)
     if restored:
         log(f"resumed from {restored} at step {int(optimizer.iterations.numpy())}")
+    _init_from(model, optimizer, problem, hparams, output_dir, options, restored, chief, log)
     runner = StepRunner(model, optimizer, strategy, hparams.label_smoothing,
                         hparams.accum_steps, options.jit_compile)
     budget = f" or {options.train_minutes:g} minutes" if options.train_minutes else ""
@@ -181,8 +223,10 @@ def _start(problem, hparams, output_dir, data_dir, options, strategy, log) -> _S
     saver = _Saver(manager, ledger, step if restored else None)
     if options.train_minutes:
         progress.deadline = saver.last_save + 60.0 * options.train_minutes
+    stopper = (EarlyStopping.create(output_dir, options.eval, bool(restored))
+               if evaluator else None)
     return _Session(strategy, hparams, options, chief, total_steps, step, optimizer, iterator,
-                    runner, progress, counter, ledger, saver, evaluator)
+                    runner, progress, counter, ledger, saver, evaluator, stopper)
 
 
 def _update(s: _Session) -> int:
@@ -198,14 +242,38 @@ def _update(s: _Session) -> int:
     return step
 
 
+def _evaluate(s: _Session, step: int) -> DevResult:
+    """A dev evaluation at `step` (chief), counted by early stopping when it is on."""
+    dev = s.evaluator.evaluate(step)
+    s.progress.pause(dev.seconds)
+    if s.stopper:
+        s.stopper.update(dev.best_score(), step)
+    return dev
+
+
+def _stop_early(s: _Session, step: int) -> bool:
+    """Whether every worker stops now: early stopping's count reached on the chief."""
+    if s.options.eval.early_stopping_evals <= 0 or s.options.eval.eval_every_steps <= 0:
+        return False  # The same on every worker: none calls `agree`.
+    if not cluster.agree(s.strategy, bool(s.stopper and s.stopper.should_stop())):
+        return False
+    if s.stopper:
+        s.progress.message(f"{s.stopper.reason()} at step {step}: saving and stopping")
+    return True
+
+
 def _run_steps(s: _Session):
     """The training loop; returns (step, the last dev result or None, loss, rate, MFU).
 
     Saves every save_checkpoints_steps, and every save_checkpoints_minutes as all
-    workers agree; stops at the time budget; saves when interrupted (one worker).
+    workers agree; stops at the time budget or by early stopping; saves when
+    interrupted (one worker).
     """
     step, dev, deadline = s.first_step, None, s.progress.deadline
     loss = rate = mfu = float("nan")
+    every = s.options.eval.eval_every_steps
+    if step < s.total_steps and _stop_early(s, step):  # A run that stopped early, restarted.
+        return step, dev, loss, rate, mfu
     try:
         while step < s.total_steps:
             if deadline is not None and cluster.agree(s.strategy, time.time() >= deadline):
@@ -220,10 +288,11 @@ def _run_steps(s: _Session):
             if step % s.options.save_checkpoints_steps == 0 or cluster.agree(
                     s.strategy, s.saver.minutes_since() >= s.options.save_checkpoints_minutes):
                 s.saver.save(step)
-            if s.evaluator and step % s.options.eval.eval_every_steps == 0 \
-                    and step < s.total_steps:
-                dev = s.evaluator.evaluate(step)
-                s.progress.pause(dev.seconds)
+            if every > 0 and step % every == 0 and step < s.total_steps:
+                if s.evaluator:
+                    dev = _evaluate(s, step)
+                if _stop_early(s, step):
+                    break
     except KeyboardInterrupt:
         if cluster.is_multi_worker_strategy(s.strategy):  # Saving is collective there.
             raise
@@ -254,7 +323,7 @@ def train(problem, hparams, output_dir: str, data_dir: str | None = None,
         s.progress.message(f"training FLOPs: {flop_count.format_flops(s.ledger.total)} in all "
                            f"(the analytic count of t2t_lite.training.flops)")
     if s.evaluator and (dev is None or dev.step != step):
-        dev = s.evaluator.evaluate(step)
+        dev = _evaluate(s, step)
     cluster.remove_scratch(output_dir, strategy)
     return TrainResult(step, loss, rate, s.saver.manager.latest_checkpoint, dev, mfu,
                        s.ledger.total)
