@@ -118,7 +118,7 @@ def test_exported_parser_writes_the_decoders_trees(tmp_path):
          f"--raw_dir={raw}", "--source_vocab_size=300")
     _run("t2t_lite.bin.trainer", "--problem=wsj_parsing", "--hparams=parsing_small_aligned",
          f"--data_dir={data}", f"--output_dir={out}", "--train_steps=3", "--eval_every_steps=0",
-         "--hparams_overrides=num_layers=1,d_model=32,d_ff=64,num_heads=2,max_length=16,"
+         "--hparams_overrides=num_layers=1,d_model=32,d_ff=64,num_heads=2,max_length=32,"
          "batch_size=512")
     long_line = " ".join(random.Random(1).choice(["the", "dog", "saw", "Zebras", "."])
                          for _ in range(150))  # Cut at max_length: the flat XX tree.
