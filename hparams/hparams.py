@@ -66,6 +66,9 @@ class HParams:
     shared_embedding: bool = _shaping(True)  # One matrix: source, target and pre-softmax.
     normalize_before: bool = _shaping(False)  # False = post-norm LayerNorm(x + Sublayer(x)).
     layer_norm_epsilon: float = 1e-6
+    # --- Parsing levers of `aligned_transformer` (t2t_lite.parsing.aligned_model) ---
+    word_class_features: bool = _shaping(False)  # Encoder input + an embedding of the word's class.
+    tagging_loss: float = _shaping(0.0)  # Weight of the encoder's auxiliary POS-tagging loss.
     # --- Regularization (section 5.4) ---
     dropout_rate: float = 0.1  # P_drop: sub-layer outputs and embeddings + PE.
     attention_dropout_rate: float = 0.0  # On attention weights (not in the paper).
@@ -116,6 +119,11 @@ class HParams:
                      "train_steps", "beam_size"):
             _check(getattr(self, name) >= 1, f"{name} must be >= 1")
         _check(self.extra_length >= 0, "extra_length must be >= 0")
+        _check(self.tagging_loss >= 0.0, f"tagging_loss must be >= 0, got {self.tagging_loss}")
+        _check(self.model == "aligned_transformer"
+               or not (self.word_class_features or self.tagging_loss),
+               "word_class_features and tagging_loss need model=aligned_transformer "
+               f"(got model={self.model}); use a parsing_*aligned hparams set")
         _check(self.length_bucket_step > 1.0, "length_bucket_step must be > 1")
         _check(self.precision in PRECISIONS,
                f"precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}")

@@ -108,6 +108,12 @@ class Problem(abc.ABC):
         `t2t_lite.parsing.aligned_model`); None (the default): no alignment."""
         return None
 
+    def source_word_classes(self) -> list[int] | None:
+        """The word class of each source id (`t2t_lite.data.word_classes.class_indices`)
+        for a model that adds it to the word (`word_class_features`); None (the
+        default): the source is not word-level."""
+        return None
+
     # --- Raw data (t2t_lite-datagen) ---
     def corpora(self, raw_dir: str | None, options) -> dict[str, Corpus | None]:
         """split -> `Corpus`, or None for a split the raw data lacks (`needs_datagen`

@@ -275,6 +275,15 @@ class WsjParsing(Text2TextProblem):
         kinds = token_tables([target.id_to_piece(i) for i in range(target.vocab_size)])[0]
         return [i for i, kind in enumerate(kinds) if kind == TAG]
 
+    def source_word_classes(self) -> list[int] | None:
+        """The class of each word of a word-level source (None for a BPE source)."""
+        from t2t_lite.data.word_classes import class_indices
+
+        source = self.source_vocab
+        if source.model_type != "word":
+            return None
+        return class_indices([source.id_to_piece(i) for i in range(source.vocab_size)])
+
     def decode_constraint(self, tag_dictionary: bool = True):
         """The tree constraint over this data_dir's vocabularies (built once).
 

@@ -28,6 +28,11 @@ Optional, before training: `adapt(problem)`: takes what the model needs from
 the problem before training, saved with its weights (the trainer calls it right
 after building the model; Keras `fit` users call it themselves).
 
+Optional, for training: `auxiliary_loss` (a float attribute, 0 or absent: none)
+and `call(features, training=True, return_auxiliary_loss=True)` -> (logits, the
+auxiliary loss *summed* over the batch, float32 scalar); the trainer adds it to
+the summed token loss before normalizing by the target tokens.
+
 Optional, for pictures (`t2t_lite-visualize`): `attention_weights(features)` ->
 {"encoder": [B, H, S, S] per layer, "decoder": [B, H, T, T] per layer,
 "cross": [B, H, T, S] per layer}, the softmax weights of the model's own
@@ -174,9 +179,16 @@ class Transformer(keras.Model):
             num_layers=hparams.num_layers, positional_encoding=hparams.positional_encoding,
             max_length=hparams.max_length, shared_embedding=hparams.shared_embedding,
             dtype=None if hparams.dtype_policy == "float32" else hparams.dtype_policy,
+            **cls.hparams_kwargs(hparams),
         )
         model.build_weights()
         return model
+
+    @classmethod
+    def hparams_kwargs(cls, hparams) -> dict:
+        """A subclass' own constructor arguments from `hparams` (none here)."""
+        del hparams
+        return {}
 
     def build_weights(self):
         """Creates every weight by running a one-token batch."""
@@ -199,7 +211,7 @@ class Transformer(keras.Model):
         weights float32 [B, H, S, S] of each encoder layer.
         """
         input_mask = ops.expand_dims(ops.not_equal(inputs, PAD_ID), 1)
-        x = self._embed(inputs, self.source_embedding, self.source_dropout, training)
+        x = self._encoder_input(inputs, training)
         scores = []
         for layer in self.encoder_layers:
             x = layer(x, attention_mask=input_mask, training=training,
@@ -210,6 +222,10 @@ class Transformer(keras.Model):
         if self.layer_config.normalize_before:
             x = self.encoder_norm(x)
         return (x, input_mask, scores) if return_attention_scores else (x, input_mask)
+
+    def _encoder_input(self, inputs, training):
+        """The encoder stack's input [B, S, D] (a subclass' hook)."""
+        return self._embed(inputs, self.source_embedding, self.source_dropout, training)
 
     def _logits(self, x):
         if self.layer_config.normalize_before:

@@ -114,10 +114,11 @@ def test_model_shaping_fields_come_from_field_metadata():
     marked = {f.name for f in dataclasses.fields(HParams) if f.metadata.get("model_shaping")}
     assert marked == {"model", "num_layers", "d_model", "d_ff", "num_heads", "d_k", "d_v",
                       "positional_encoding", "max_length", "shared_embedding",
-                      "normalize_before"}
+                      "normalize_before", "word_class_features", "tagging_loss"}
     assert set(hparams_module.model_shaping_fields()) == marked
     assert set(hparams_module.MODEL_SHAPING_FIELDS) == marked
-    h = registry.hparams("tiny")
+    # The aligned model, which the parsing levers need.
+    h = registry.hparams("tiny").override("model=aligned_transformer")
     # Every marked field, and no other, shows in the diff.
     other = {bool: lambda v: not v, int: lambda v: v * 2, float: lambda v: v * 2 or 0.5,
              type(None): lambda v: 16}

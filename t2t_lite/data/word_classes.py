@@ -51,3 +51,20 @@ def word_class(word: str) -> str:
     lower = word.lower()
     suffix = next((s for s in SUFFIXES if lower.endswith(s) and len(lower) > len(s) + 1), "")
     return _piece(shape, suffix)
+
+
+def class_indices(pieces) -> list[int]:
+    """The class of each piece of a word-level vocabulary, for a model that adds it
+    to the word (`word_class_features`): 1 + the index in CLASS_PIECES of a word
+    piece's class (a class piece is its own class), 0 for control pieces
+    (`<pad>`, `</s>`, ...) and pieces without the word mark."""
+    index = {piece: i + 1 for i, piece in enumerate(CLASS_PIECES)}
+    classes = []
+    for piece in pieces:
+        if piece in index:
+            classes.append(index[piece])
+        elif piece.startswith(SPACE_MARK) and len(piece) > 1:
+            classes.append(index[word_class(piece[1:])])
+        else:
+            classes.append(0)
+    return classes

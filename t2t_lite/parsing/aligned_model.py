@@ -22,6 +22,18 @@ Which target ids are slots is the model's non-trainable float32 weight
 building the model). It is saved with the checkpoints, so the decoder, the
 averager and the exporter restore it without the problem.
 
+Two levers for a small treebank (issue 23), off by default:
+- `word_class_features` (hparams): the encoder input adds C_w[class(x_i)], a
+  learned embedding of each source word's class (`t2t_lite.data.word_classes`:
+  shape and suffix; a word outside the vocabulary is its class), so rare and
+  unknown words share what their spelling says. The class of every source id is
+  the non-trainable float32 weight `word_classes` [V_src], filled by `adapt`
+  from `problem.source_word_classes()`.
+- `tagging_loss` (hparams): an auxiliary POS-tagging loss on the encoder (a
+  softmax over the target vocabulary at each word, whose label is the word's
+  slot in the target), weighted and added to the summed token loss by the
+  trainer (`call(..., return_auxiliary_loss=True)`); Keras `fit` trains without it.
+
 Cached decoding: self_cache is {"layers": the Transformer's per-layer caches,
 "count": int32 [B], k of the position last predicted}, so beam search
 reorders the counts with the beams; cross_cache adds "encoder_output"
@@ -37,6 +49,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from t2t_lite.data.word_classes import CLASS_PIECES
 from t2t_lite.model import Transformer, shift_right
 from t2t_lite.registry import register_model
 
@@ -56,9 +69,19 @@ class AlignedTransformer(Transformer):
     embedding too); the model interface of `t2t_lite/model.py`, with `adapt`.
     """
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, word_class_features=False, tagging_loss=0.0, **kwargs):
         super().__init__(*args, **kwargs)
+        self.word_class_features = bool(word_class_features)
+        self.auxiliary_loss = float(tagging_loss)
         d_model, dtype = self.layer_config.d_model, self.dtype_policy
+        if self.word_class_features:
+            self.word_classes = self.add_weight(
+                shape=(self.source_vocab_size,), initializer="zeros", dtype="float32",
+                trainable=False, autocast=False, name="word_classes")
+            self.class_embedding = keras.layers.Embedding(
+                len(CLASS_PIECES) + 1, d_model, name="class_embedding", dtype=dtype)
+        if self.auxiliary_loss:
+            self.tagger = keras.layers.Dense(self.target_vocab_size, name="tagger", dtype=dtype)
         self.alignment_projection = keras.layers.Dense(
             d_model, use_bias=False, name="alignment_projection", dtype=dtype)
         self.count_embedding = keras.layers.Embedding(
@@ -67,12 +90,32 @@ class AlignedTransformer(Transformer):
             shape=(self.target_vocab_size,), initializer="zeros", dtype="float32",
             trainable=False, autocast=False, name="word_slots")
 
+    @classmethod
+    def hparams_kwargs(cls, hparams) -> dict:
+        return {"word_class_features": hparams.word_class_features,
+                "tagging_loss": hparams.tagging_loss}
+
+    def build_weights(self):
+        """Creates every weight, the tagger's too, with a one-token batch."""
+        ids = ops.ones((1, 2), dtype="int32")
+        self({"inputs": ids, "targets": ids}, return_auxiliary_loss=bool(self.auxiliary_loss))
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(word_class_features=self.word_class_features,
+                      tagging_loss=self.auxiliary_loss)
+        return config
+
     def adapt(self, problem):
-        """Fills `word_slots` from `problem.word_slot_ids()` (None: no slot, zeros).
+        """Fills `word_slots` from `problem.word_slot_ids()` (None: no slot, zeros)
+        and, with word_class_features, `word_classes` from
+        `problem.source_word_classes()`.
 
         Raises:
-          ValueError: an id outside the target vocabulary.
+          ValueError: an id outside the target vocabulary, or no word classes.
         """
+        if self.word_class_features:
+            self._adapt_word_classes(problem)
         slots = np.zeros(self.target_vocab_size, np.float32)
         ids = problem.word_slot_ids()
         if ids is not None:
@@ -82,6 +125,54 @@ class AlignedTransformer(Transformer):
                                  f"got {ids.min()}..{ids.max()}")
             slots[ids] = 1.0
         self.word_slots.assign(slots)
+
+    def _adapt_word_classes(self, problem):
+        classes = problem.source_word_classes()
+        if classes is None or len(classes) != self.source_vocab_size:
+            raise ValueError(f"word_class_features needs a word-level source vocabulary "
+                             f"({problem.name} has none); drop word_class_features")
+        self.word_classes.assign(np.asarray(classes, np.float32))
+
+    def _encoder_input(self, inputs, training):
+        """Word embedding + PE (+ the word's class embedding), then dropout."""
+        extra = None
+        if self.word_class_features:
+            classes = ops.take(self.word_classes, ops.cast(inputs, "int32"), axis=0)
+            extra = self.class_embedding(ops.cast(classes, "int32"))
+        return self._embed(inputs, self.source_embedding, self.source_dropout, training,
+                           extra=extra)
+
+    def call(self, features, training=None, return_attention_scores=False,
+             return_auxiliary_loss=False):
+        """The Transformer's call; with `return_auxiliary_loss`, (logits, the
+        weighted tagging loss summed over the batch's words, float32 scalar)."""
+        if not return_auxiliary_loss:
+            return super().call(features, training=training,
+                                return_attention_scores=return_attention_scores)
+        encoder_output, input_mask = self.encode(features["inputs"], training=training)
+        decoder_inputs = shift_right(features["targets"])
+        logits = self.decode(decoder_inputs, encoder_output, input_mask, training=training)
+        if not self.auxiliary_loss:
+            return logits, ops.zeros((), "float32")
+        tagging = self.tagging_loss_sum(features["targets"], encoder_output)
+        return logits, self.auxiliary_loss * tagging
+
+    def word_tags(self, targets, source_length):
+        """targets int [B, T] -> (tags int32 [B, S], float32 [B, S] 1 where word i
+        has a slot): the i-th word slot of each target row is the tag of word i."""
+        slots = self._is_slot(targets)
+        place = ops.one_hot(ops.cumsum(slots, axis=1) - 1, source_length)  # [B, T, S]
+        place = place * ops.cast(slots, place.dtype)[:, :, None]
+        tags = ops.einsum("bts,bt->bs", place, ops.cast(targets, place.dtype))
+        return ops.cast(ops.round(tags), "int32"), ops.cast(ops.sum(place, axis=1), "float32")
+
+    def tagging_loss_sum(self, targets, encoder_output):
+        """Cross-entropy of the tagger over the encoder output [B, S, D] at each
+        word with a slot in `targets` [B, T], summed: float32 scalar."""
+        tags, present = self.word_tags(targets, ops.shape(encoder_output)[1])
+        logits = ops.cast(self.tagger(encoder_output), "float32")
+        nll = keras.losses.sparse_categorical_crossentropy(tags, logits, from_logits=True)
+        return ops.sum(nll * present)
 
     def _is_slot(self, ids):
         """int ids [...] -> int32 [...]: 1 where the id is a word slot."""

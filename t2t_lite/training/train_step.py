@@ -89,11 +89,15 @@ class StepRunner:
     def _gradients(self, batch):
         """Per replica: gradients of the summed loss, and the loss sums."""
         with tf.GradientTape() as tape:
-            logits = self.model(batch, training=True)
+            auxiliary = 0.0
+            if getattr(self.model, "auxiliary_loss", 0.0):
+                logits, auxiliary = self.model(batch, training=True, return_auxiliary_loss=True)
+            else:
+                logits = self.model(batch, training=True)
             loss_sum, nll_sum, tokens = smoothed_cross_entropy_sums(
                 logits, batch["targets"], self.label_smoothing
             )
-            scaled = loss_sum
+            scaled = loss_sum + auxiliary  # The logged loss stays the targets' own.
             if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
                 scaled = self.optimizer.scale_loss(loss_sum)
         grads = tape.gradient(scaled, self.variables)
