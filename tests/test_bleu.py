@@ -265,3 +265,26 @@ def test_cli_errors_exit_2_with_one_line(tmp_path, capsys, which):
     assert len(err) == 1 and err[0].startswith("t2t_lite-bleu: error: ")
     assert str(hyp) in err[0]
     assert "Traceback" not in captured.err
+
+
+def test_cli_prints_chrf_and_ter_as_sacrebleu_computes_them(capsys):
+    assert bleu_cli.main(["--hypotheses=" + HYP, "--reference=" + REF,
+                          "--metrics=ter,bleu,chrf"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 4 and out[1].startswith("sacreBLEU (detokenized")
+    hyps, refs = _lines(HYP), _lines(REF)
+    ter = sacrebleu.corpus_ter(hyps, [refs])
+    chrf = sacrebleu.corpus_chrf(hyps, [refs])
+    assert out[0].startswith(f"TER (sacreBLEU, lower is better): {ter.format()} ")
+    assert "nrefs:1|case:lc|tok:tercom" in out[0]
+    assert out[3].startswith(f"chrF (sacreBLEU): {chrf.format()} nrefs:1|case:mixed")
+    assert bleu_cli.main(["--hypotheses=" + HYP, "--reference=" + REF, "--metrics=chrf"]) == 0
+    assert capsys.readouterr().out.splitlines() == out[3:]
+
+
+def test_cli_unknown_metric_is_one_line(capsys):
+    with pytest.raises(SystemExit) as exc:
+        bleu_cli.main(["--hypotheses=" + HYP, "--reference=" + REF, "--metrics=bleu,meteor"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "unknown metric meteor: use bleu, chrf or ter" in err and "Traceback" not in err

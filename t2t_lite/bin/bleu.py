@@ -1,4 +1,4 @@
-"""t2t_lite-bleu: sacreBLEU and the paper's tokenized BLEU of two files."""
+"""t2t_lite-bleu: sacreBLEU and the paper's tokenized BLEU of two files (and chrF, TER)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,14 @@ import argparse
 from typing import Sequence
 
 from t2t_lite.bin import common
-from t2t_lite.metrics import bleu
+from t2t_lite.metrics import bleu, chrf_ter
+
+# --metrics names -> the metric printing one line each (BLEU prints two).
+EXTRA_METRICS = {"chrf": chrf_ter.SacreChrf, "ter": chrf_ter.SacreTer}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`t2t_lite-bleu --hypotheses=FILE --reference=FILE [--lang=de]`."""
+    """`t2t_lite-bleu --hypotheses=FILE --reference=FILE [--lang=de] [--metrics=bleu,chrf,ter]`."""
     parser = argparse.ArgumentParser(
         prog="t2t_lite-bleu",
         description="sacreBLEU (to report) and tokenized multi-bleu BLEU with "
@@ -19,6 +22,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.add_argument(f"--{flag}", required=True, metavar="FILE",
                             help=f"detokenized {what}, UTF-8, one segment a line")
     parser.add_argument("--lang", default="de", help="language for Moses tokenization")
+    parser.add_argument("--metrics", default="bleu", type=_metric_names,
+                        help="comma-separated, printed in this order: bleu (two lines: "
+                        "sacreBLEU and tokenized), chrf (sacreBLEU's chrF2), ter "
+                        "(sacreBLEU's TER, lower is better); default bleu")
     args = parser.parse_args(argv)
     status = common.run(parser.prog, lambda: _print_bleu(args), tensorflow=False)
     if status:
@@ -26,16 +33,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _metric_names(text: str) -> list[str]:
+    names = [name.strip().lower() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name != "bleu" and name not in EXTRA_METRICS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown metric {', '.join(unknown) or '(none)'}: use bleu, chrf or ter")
+    return names
+
+
 def _print_bleu(args) -> None:
-    """Prints both BLEU lines of `main`; a file it cannot read is a MetricError."""
+    """Prints the lines of `main`'s metrics; a file it cannot read is a MetricError."""
     try:
         detok, tok = bleu.bleu_files(args.hypotheses, args.reference, args.lang)
+        hyps, refs = bleu.read_lines(args.hypotheses), bleu.read_lines(args.reference)
     except OSError as e:
         raise bleu.MetricError(f"cannot read {e.filename}: {e.strerror or e}") from e
-    print(f"sacreBLEU (detokenized, report this): {detok.format()} "
-          f"{detok.signature}")
-    print("tokenized BLEU (paper-comparable, moses + compound splitting): "
-          f"{tok.format()}")
+    for name in args.metrics:
+        if name != "bleu":
+            print(EXTRA_METRICS[name]().score(hyps, refs).line)
+            continue
+        print(f"sacreBLEU (detokenized, report this): {detok.format()} "
+              f"{detok.signature}")
+        print("tokenized BLEU (paper-comparable, moses + compound splitting): "
+              f"{tok.format()}")
 
 
 if __name__ == "__main__":
