@@ -157,6 +157,8 @@ class Problem(abc.ABC):
         from t2t_lite.data import batching
 
         examples = self.examples(split, data_dir)
+        if split == "train":  # Else an endless stream with nothing kept: fit would hang.
+            batching.check_training_examples(examples, hparams.max_length)
 
         def pipeline(_):  # Built anew (fresh shuffle state) for every iterator.
             ordered = examples

@@ -8,12 +8,16 @@ As in tensor2tensor, an example's length is max(len(inputs), len(targets));
 examples longer than `max_length` are dropped when training reads them; each
 bucket holds `batch_size // bucket_length` examples padded to the bucket's
 length, so every batch holds about `batch_size` (padded) tokens per replica.
-Shapes: B batch, L padded length.
+Shapes: B batch, L padded length. A training split with no example within
+`max_length` would leave that endless stream empty forever, so the trainer
+checks it first (`check_training_examples`).
 """
 
 from __future__ import annotations
 
 import tensorflow as tf
+
+from t2t_lite.data.text_encoder import DataError
 
 
 def bucket_boundaries(max_length: int, min_length: int = 8, step: float = 1.1) -> list[int]:
@@ -70,12 +74,50 @@ def batch_by_tokens(dataset: tf.data.Dataset, batch_size: int, max_length: int,
     )
 
 
+def check_training_examples(dataset: tf.data.Dataset, max_length: int) -> None:
+    """Checks that training can read `dataset`: some example is within `max_length`.
+
+    `training_batches` drops every longer example from an endless stream, which
+    with no example left would wait forever for its first batch. Cheap when it
+    passes: it reads the lengths of the first examples, 1,024 at a time, until
+    one fits. Only when none does has it read the whole split (once), whose
+    lengths the error then names.
+
+    Args:
+      dataset: the unbatched, un-repeated {"inputs": [S], "targets": [T]} train split.
+      max_length: hparams.max_length.
+
+    Raises:
+      DataError: the split is empty, or every example in it is longer than `max_length`.
+    """
+    lengths = dataset.map(example_length, num_parallel_calls=tf.data.AUTOTUNE,
+                          deterministic=False).batch(1024)
+    count, shortest, longest = 0, None, None
+    for chunk in lengths.as_numpy_iterator():
+        low, high = int(chunk.min()), int(chunk.max())
+        if low <= max_length:
+            return
+        count += len(chunk)
+        shortest = low if shortest is None else min(shortest, low)
+        longest = high if longest is None else max(longest, high)
+    if count == 0:
+        raise DataError("the train split holds no examples; check --data_dir, or run "
+                        "t2t_lite-datagen again to write it")
+    raise DataError(
+        f"every training example is longer than max_length={max_length} (their lengths, "
+        f"the longer of inputs and targets in tokens, run from {shortest} to {longest}); "
+        f"raise max_length, e.g. --hparams_overrides=max_length={longest} keeps them all, "
+        "or train on shorter examples")
+
+
 def training_batches(dataset: tf.data.Dataset, hparams, num_replicas: int = 1,
                      seed: int = 1234, shuffle_buffer: int = 10_000) -> tf.data.Dataset:
     """The endless, shuffled, token-batched training stream.
 
     The order is a pure function of `seed`, and the iterator over it can be
     saved in a checkpoint, so a resumed run continues the same order.
+    Check `dataset` first (`check_training_examples`): with no example within
+    max_length this stream never yields.
     """
     dataset = dataset.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
     dataset = dataset.repeat()

@@ -321,6 +321,16 @@ def _greedy_step(state, next_fn, eos_id, min_decode_length, start_id, allowed_fn
     if allowed_fn is not None:
         log_probs = ops.where(allowed_fn(cache, state.index), log_probs, NEG_INF)
     tokens = ops.cast(ops.argmax(log_probs, axis=-1), "int32")
+    return _append_token(state, tokens, log_probs, cache, eos_id)
+
+
+def _append_token(state, tokens, log_probs, cache, eos_id):
+    """The `_GreedyState` after one step that chose `tokens` (int32 [B]).
+
+    A finished row gets token 0 and no score; another row adds its token's
+    log-probability from `log_probs` (float32 [B, V]) and finishes on `eos_id`.
+    Shared by greedy search and sampling (`t2t_lite.decoding.sampling`).
+    """
     token_log_probs = ops.take_along_axis(log_probs, tokens[:, None], axis=1)[:, 0]
     tokens = ops.where(state.finished, 0, tokens)
     return _GreedyState(

@@ -35,11 +35,11 @@ from keras import ops
 from t2t_lite.decoding import decode_policy
 from t2t_lite.decoding.beam_search import (
     NEG_INF,
+    _append_token,
     _GreedyState,
     _last_tokens,
     _segmented_loop,
     _step_log_probs,
-    _write_token,
 )
 from t2t_lite.decoding.search import cache_lengths, cached_decoder
 from t2t_lite.ids import EOS_ID, PAD_ID
@@ -169,15 +169,7 @@ def _sample_step(state, next_fn, streams, temperature, top_k, top_p, eos_id, sta
         gumbel = -ops.log(-ops.log(noise))
         candidates = candidates + ops.cast(temperature, "float32") * gumbel
     tokens = ops.cast(ops.argmax(candidates, axis=-1), "int32")
-    token_log_probs = ops.take_along_axis(log_probs, tokens[:, None], axis=1)[:, 0]
-    tokens = ops.where(state.finished, 0, tokens)
-    return _GreedyState(
-        index=state.index + 1,
-        seq=_write_token(state.seq[:, None], tokens[:, None], state.index)[:, 0],
-        scores=state.scores + ops.where(state.finished, 0.0, token_log_probs),
-        finished=ops.logical_or(state.finished, tokens == eos_id),
-        cache=cache,
-    )
+    return _append_token(state, tokens, log_probs, cache, eos_id)
 
 
 def sample_search(next_fn, initial_cache, streams, max_decode_length, eos_id, temperature,

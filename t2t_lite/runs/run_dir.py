@@ -54,13 +54,22 @@ def read_run(output_dir: str) -> tuple[HParams, dict]:
     return hparams, info
 
 
-def read_init_from(output_dir: str) -> dict | None:
-    """Where the run in `output_dir` started (`init_from.json`), None if from scratch."""
-    path = os.path.join(output_dir, INIT_FROM_FILE)
+def read_record(output_dir: str, name: str) -> dict | None:
+    """The JSON record file `name` of the run in `output_dir`, None if it has none.
+
+    The one reader of a run's small state files (`init_from.json`,
+    `t2t_lite.training.early_stopping`'s state), each written atomically.
+    """
+    path = os.path.join(output_dir, name)
     if not os.path.exists(path):
         return None
     with open(path, encoding="utf-8") as f:
         return json.load(f)
+
+
+def read_init_from(output_dir: str) -> dict | None:
+    """Where the run in `output_dir` started (`init_from.json`), None if from scratch."""
+    return read_record(output_dir, INIT_FROM_FILE)
 
 
 def write_init_from(output_dir: str, record: dict) -> None:

@@ -27,6 +27,7 @@ import os
 from t2t_lite import atomic
 from t2t_lite.errors import UserError
 from t2t_lite.metrics.base import Score, improvement
+from t2t_lite.runs import run_dir
 
 STATE_FILE = "early_stopping.json"
 
@@ -37,11 +38,7 @@ class EarlyStoppingError(UserError, ValueError):
 
 def read_state(output_dir: str) -> dict | None:
     """The saved early-stopping state of the run in `output_dir`, None if none."""
-    path = os.path.join(output_dir, STATE_FILE)
-    if not os.path.exists(path):
-        return None
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    return run_dir.read_record(output_dir, STATE_FILE)
 
 
 class EarlyStopping:

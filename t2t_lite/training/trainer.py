@@ -188,6 +188,8 @@ def _start(problem, hparams, output_dir, data_dir, options, strategy, log) -> _S
     best_metric_name(problem, options.eval.best_metric)  # An unknown name fails now.
     if options.init_from and chief and not tf.train.latest_checkpoint(output_dir):
         warm_start.check_source(options.init_from, hparams, problem, output_dir)  # Now too.
+    # Before anything is written: a split with nothing within max_length would hang.
+    batching.check_training_examples(problem.examples("train", data_dir), hparams.max_length)
     if chief:
         run_dir.prepare_run(output_dir, hparams, problem.name, problem.source_vocab_size,
                             problem.target_vocab_size, data_dir)
