@@ -35,6 +35,8 @@ from t2t_lite.errors import UserError
 MODEL_SHAPING = "model_shaping"
 # Keras dtype policies `HParams.precision` accepts (variables are float32 under all).
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
+RNN_CELLS = ("lstm", "gru")  # `rnn_cell` of the RNN baselines (t2t_lite.rnn).
+ATTENTION_SCORES = ("general", "dot", "concat")  # `attention_score` of luong (Luong 2015, 3.1).
 
 
 def _shaping(default):
@@ -69,6 +71,12 @@ class HParams:
     # --- Parsing levers of `aligned_transformer` (t2t_lite.parsing.aligned_model) ---
     word_class_features: bool = _shaping(False)  # Encoder input + an embedding of the word's class.
     tagging_loss: float = _shaping(0.0)  # Weight of the encoder's auxiliary POS-tagging loss.
+    # --- The RNN baselines (t2t_lite.rnn: rnn_seq2seq, bahdanau, luong; hparams/rnn.py) ---
+    # d_model is their state size, num_layers the depth of the encoder and of the decoder RNN.
+    rnn_cell: str = _shaping("lstm")  # "lstm" or "gru".
+    reverse_source: bool = _shaping(False)  # Read the source words backwards (Sutskever 2014).
+    attention_score: str = _shaping("general")  # luong's: "general", "dot" or "concat".
+    input_feeding: bool = _shaping(True)  # luong: h~_{t-1} joins the decoder input at t.
     # --- Regularization (section 5.4) ---
     dropout_rate: float = 0.1  # P_drop: sub-layer outputs and embeddings + PE.
     attention_dropout_rate: float = 0.0  # On attention weights (not in the paper).
@@ -124,6 +132,11 @@ class HParams:
                or not (self.word_class_features or self.tagging_loss),
                "word_class_features and tagging_loss need model=aligned_transformer "
                f"(got model={self.model}); use a parsing_*aligned hparams set")
+        _check(self.rnn_cell in RNN_CELLS,
+               f"rnn_cell must be one of {', '.join(RNN_CELLS)}, not {self.rnn_cell!r}")
+        _check(self.attention_score in ATTENTION_SCORES,
+               f"attention_score must be one of {', '.join(ATTENTION_SCORES)}, "
+               f"not {self.attention_score!r}")
         _check(self.length_bucket_step > 1.0, "length_bucket_step must be > 1")
         _check(self.precision in PRECISIONS,
                f"precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}")

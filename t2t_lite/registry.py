@@ -3,11 +3,11 @@
 Problems register with `@register_problem("wmt_ende")`, hparams sets with
 `@register_hparams("big")`, models with `@register_model("transformer")` (the
 interface a model class provides is in `t2t_lite/model.py`'s docstring;
-`hparams.model` names the class a run builds). The packages `t2t_lite.problems`
-and `t2t_lite.hparams` and the modules `t2t_lite.model` and
-`t2t_lite.parsing.aligned_model` are imported on the first lookup, so every
-built-in name is known; an unknown name fails with one line listing the known
-names.
+`hparams.model` names the class a run builds). The packages `t2t_lite.problems`,
+`t2t_lite.hparams` and `t2t_lite.rnn` (the RNN baselines) and the modules
+`t2t_lite.model` and `t2t_lite.parsing.aligned_model` are imported on the
+first lookup, so every built-in name is known; an unknown name fails with one
+line listing the known names.
 """
 
 from __future__ import annotations
@@ -76,6 +76,7 @@ def _ensure_loaded() -> None:
         importlib.import_module("t2t_lite.hparams")
         importlib.import_module("t2t_lite.model")
         importlib.import_module("t2t_lite.parsing.aligned_model")
+        importlib.import_module("t2t_lite.rnn")
 
 
 def _lookup(table: dict, name: str, kind: str, flag: str):

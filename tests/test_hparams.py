@@ -114,7 +114,8 @@ def test_model_shaping_fields_come_from_field_metadata():
     marked = {f.name for f in dataclasses.fields(HParams) if f.metadata.get("model_shaping")}
     assert marked == {"model", "num_layers", "d_model", "d_ff", "num_heads", "d_k", "d_v",
                       "positional_encoding", "max_length", "shared_embedding",
-                      "normalize_before", "word_class_features", "tagging_loss"}
+                      "normalize_before", "word_class_features", "tagging_loss",
+                      "rnn_cell", "reverse_source", "attention_score", "input_feeding"}
     assert set(hparams_module.model_shaping_fields()) == marked
     assert set(hparams_module.MODEL_SHAPING_FIELDS) == marked
     # The aligned model, which the parsing levers need.
@@ -122,7 +123,8 @@ def test_model_shaping_fields_come_from_field_metadata():
     # Every marked field, and no other, shows in the diff.
     other = {bool: lambda v: not v, int: lambda v: v * 2, float: lambda v: v * 2 or 0.5,
              type(None): lambda v: 16}
-    strings = {"model": "other", "positional_encoding": "learned", "precision": "mixed_bfloat16"}
+    strings = {"model": "other", "positional_encoding": "learned", "precision": "mixed_bfloat16",
+               "rnn_cell": "gru", "attention_score": "dot"}
     for field in dataclasses.fields(HParams):
         old = getattr(h, field.name)
         new = strings[field.name] if isinstance(old, str) else other[type(old)](old)

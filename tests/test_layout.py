@@ -27,6 +27,7 @@ ALLOWED = {
     "layers": set(),
     "metrics": set(),
     "parsing": {"metrics", "model", "registry", "data"},
+    "rnn": {"layers", "registry", "hparams", "model"},
     "hparams": {"registry"},
     "model": {"layers", "registry", "hparams"},
     "data": {"registry"},

@@ -130,3 +130,14 @@ def test_the_train_step_trains_the_tagger(tiny_hparams, one_device):
     batch = {"inputs": tf.constant(inputs), "targets": tf.constant(targets)}
     runner.step([batch])
     assert np.abs(np.array(model.tagger.kernel) - before).max() > 1e-4
+
+
+def test_the_tagged_parsing_set_is_the_aligned_one_with_the_tagging_loss():
+    import dataclasses
+
+    from t2t_lite import registry
+
+    tagged = registry.hparams("parsing_small_tagged")
+    assert tagged.tagging_loss == 1.0
+    assert dataclasses.replace(tagged, tagging_loss=0.0) == registry.hparams(
+        "parsing_small_aligned")

@@ -48,7 +48,7 @@ def main(argv=None) -> int:
                                          data_dir=args.data_dir)
         print(f"source: {' '.join(maps.source)}")
         print(f"target: {' '.join(maps.target)}")
-        print(f"wrote {path} ({maps.num_layers} layers x {maps.num_heads} heads x 3 kinds)")
+        print(f"wrote {path} ({maps.num_layers} layers x {maps.num_heads} heads x {len(maps.kinds)} kinds)")
 
     return common.run("t2t_lite-visualize", run, args.verbose)
 

@@ -11,6 +11,10 @@ on the model's greedy output or on a given target. Three kinds, each with one
   <s>, t_0, ..., t_{i-1} (the targets shifted right, section 3.1);
 - "cross": encoder-decoder attention, target x source (T x S).
 
+A model may lack a kind (the RNN attention models of `t2t_lite.rnn` have
+only "cross", one layer of one "head": the alignment of Bahdanau et al.
+2015, figure 3); only the kinds it has are kept and drawn.
+
 Drawn by `t2t_lite.pictures.attention_png` (PNG grid) and
 `t2t_lite.pictures.attention_html` (a self-contained page). Shapes: H heads,
 S source length (EOS included), T target length (EOS included).
@@ -39,7 +43,8 @@ class AttentionMaps:
     Attributes:
       source: source tokens (S, EOS last).
       target: target tokens (T, EOS last).
-      weights: kind -> float32 [num_layers, H, query, key], cropped to the tokens.
+      weights: kind -> float32 [num_layers, H, query, key], cropped to the tokens;
+        only the kinds the model has.
     """
 
     source: list[str]
@@ -55,12 +60,19 @@ class AttentionMaps:
         return self.target, self.source
 
     @property
+    def kinds(self) -> tuple[str, ...]:
+        """The kinds present, in `KINDS` order."""
+        return tuple(kind for kind in KINDS if kind in self.weights)
+
+    @property
     def num_layers(self) -> int:
-        return self.weights["encoder"].shape[0]
+        """The most layers of any kind (every kind's, for the Transformer)."""
+        return max(self.weights[kind].shape[0] for kind in self.kinds)
 
     @property
     def num_heads(self) -> int:
-        return self.weights["encoder"].shape[1]
+        """The most heads of any kind."""
+        return max(self.weights[kind].shape[1] for kind in self.kinds)
 
 
 def token_label(problem, token: int, side: str) -> str:
@@ -80,12 +92,18 @@ def attention_maps(model, source_ids: list[int], target_ids: list[int],
       model: a model with `attention_weights` (t2t_lite/model.py).
       source_ids, target_ids: id sequences, EOS included.
       labels: (id, "source" | "target") -> the token's label.
+
+    Raises:
+      ProblemError: the model has no attention weights.
     """
+    if not hasattr(model, "attention_weights"):
+        raise ProblemError(f"the {type(model).__name__} model has no attention to draw "
+                           "(no attention_weights); train one with attention")
     features = {"inputs": np.array([source_ids], np.int32),
                 "targets": np.array([target_ids], np.int32)}
     weights = model.attention_weights(features)
     stacked = {kind: np.stack([np.asarray(w, np.float32)[0] for w in weights[kind]])
-               for kind in KINDS}
+               for kind in KINDS if len(weights.get(kind, ()))}
     return AttentionMaps(
         source=[labels(t, "source") for t in source_ids],
         target=[labels(t, "target") for t in target_ids],

@@ -13,7 +13,7 @@ import json
 
 import numpy as np
 
-from t2t_lite.pictures.attention import KINDS, TITLES, AttentionMaps
+from t2t_lite.pictures.attention import TITLES, AttentionMaps
 
 STYLE = """
 body { font-family: sans-serif; margin: 16px; color: #222; }
@@ -137,9 +137,10 @@ positions predicting each target token; they attend to the decoder inputs
 
 
 def page_data(maps: AttentionMaps) -> dict:
-    """The JSON the page draws: tokens per kind and weights rounded to 4 places."""
+    """The JSON the page draws: tokens per kind (those the maps have) and weights
+    rounded to 4 places."""
     kinds = {}
-    for kind in KINDS:
+    for kind in maps.kinds:
         queries, keys = maps.axes(kind)
         kinds[kind] = {"title": TITLES[kind], "queries": queries, "keys": keys,
                        "weights": np.round(maps.weights[kind], 4).tolist()}
