@@ -126,11 +126,20 @@ def _chained_matmul_rate(n=1024, chain=4, repeats=3):
 
 
 def test_peak_and_formatting():
-    before = _chained_matmul_rate()
-    matmul_peak.cache_clear()  # Measured now, beside our own timing.
-    peak = matmul_peak()
-    ours = max(before, _chained_matmul_rate())
-    assert 0.7 < peak / ours < 1.45, (peak, ours)  # The same machine, the same kernel.
+    # The same machine, the same kernel: the two rates agree. A loaded machine (the other
+    # test worker, other jobs) can slow one timing of a pair, so up to 3 pairs are
+    # measured and one must agree; a wrong FLOP formula (n**3 for 2 n**3: 0.48) fails all.
+    pairs = []
+    for _ in range(3):
+        before = _chained_matmul_rate()
+        matmul_peak.cache_clear()  # Measured now, beside our own timing.
+        peak = matmul_peak()
+        ours = max(before, _chained_matmul_rate())
+        pairs.append((peak, ours))
+        if 0.7 < peak / ours < 1.45:
+            break
+    else:
+        pytest.fail(f"matmul_peak and the test's own rate disagree in 3 pairs: {pairs}")
     assert compute_dtype("mixed_bfloat16") == "bfloat16" and compute_dtype("float32") == "float32"
     assert format_flops(1.234e15) == "1.23 PFLOP" and format_flops(5e9) == "5 GFLOP"
 
