@@ -94,9 +94,30 @@ def check_shared_vocabulary(source_vocab_size, target_vocab_size):
             "matrix; pass --hparams_overrides=shared_embedding=false")
 
 
+def dtype_of(hparams):
+    """The Keras dtype argument of a model built from `hparams` (None: float32)."""
+    return None if hparams.dtype_policy == "float32" else hparams.dtype_policy
+
+
+class BuiltFromHParams:
+    """What every model of the seam shares: a subclass' own constructor arguments
+    from hparams (`hparams_kwargs`, none here) and `build_weights`."""
+
+    @classmethod
+    def hparams_kwargs(cls, hparams) -> dict:
+        """A subclass' own constructor arguments from `hparams` (none here)."""
+        del hparams
+        return {}
+
+    def build_weights(self):
+        """Creates every weight by running a one-token batch."""
+        ids = ops.ones((1, 2), dtype="int32")
+        self({"inputs": ids, "targets": ids})
+
+
 @register_model("transformer")
 @keras.saving.register_keras_serializable(package="t2t_lite")
-class Transformer(keras.Model):
+class Transformer(BuiltFromHParams, keras.Model):
     """Encoder-decoder Transformer (sections 3.1-3.5); the model interface above.
 
     Build it with `Transformer.from_hparams(hparams, source_vocab_size,
@@ -178,22 +199,10 @@ class Transformer(keras.Model):
             LayerConfig.from_hparams(hparams), source_vocab_size, target_vocab_size,
             num_layers=hparams.num_layers, positional_encoding=hparams.positional_encoding,
             max_length=hparams.max_length, shared_embedding=hparams.shared_embedding,
-            dtype=None if hparams.dtype_policy == "float32" else hparams.dtype_policy,
-            **cls.hparams_kwargs(hparams),
+            dtype=dtype_of(hparams), **cls.hparams_kwargs(hparams),
         )
         model.build_weights()
         return model
-
-    @classmethod
-    def hparams_kwargs(cls, hparams) -> dict:
-        """A subclass' own constructor arguments from `hparams` (none here)."""
-        del hparams
-        return {}
-
-    def build_weights(self):
-        """Creates every weight by running a one-token batch."""
-        ids = ops.ones((1, 2), dtype="int32")
-        self({"inputs": ids, "targets": ids})
 
     def _embed(self, ids, embedding, dropout, training, start_index=0, extra=None):
         """Token embedding x sqrt(d_model) + positional encoding (+ `extra`

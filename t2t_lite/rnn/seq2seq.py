@@ -35,7 +35,7 @@ import keras
 from keras import ops
 
 from t2t_lite.layers.embedding import SharedEmbedding
-from t2t_lite.model import check_shared_vocabulary, shift_right
+from t2t_lite.model import BuiltFromHParams, check_shared_vocabulary, dtype_of, shift_right
 from t2t_lite.registry import register_model
 from t2t_lite.rnn import cells
 from t2t_lite.rnn.encoder import RNNEncoder
@@ -43,7 +43,7 @@ from t2t_lite.rnn.encoder import RNNEncoder
 
 @register_model("rnn_seq2seq")
 @keras.saving.register_keras_serializable(package="t2t_lite")
-class RNNSeq2Seq(keras.Model):
+class RNNSeq2Seq(BuiltFromHParams, keras.Model):
     """Encoder RNN -> final state -> decoder RNN (Sutskever et al. 2014).
 
     Build it with `RNNSeq2Seq.from_hparams(hparams, source_vocab_size, target_vocab_size)`.
@@ -116,21 +116,9 @@ class RNNSeq2Seq(keras.Model):
                     num_layers=hparams.num_layers, rnn_cell=hparams.rnn_cell,
                     dropout_rate=hparams.dropout_rate, reverse_source=hparams.reverse_source,
                     shared_embedding=hparams.shared_embedding,
-                    dtype=None if hparams.dtype_policy == "float32" else hparams.dtype_policy,
-                    **cls.hparams_kwargs(hparams))
+                    dtype=dtype_of(hparams), **cls.hparams_kwargs(hparams))
         model.build_weights()
         return model
-
-    @classmethod
-    def hparams_kwargs(cls, hparams) -> dict:
-        """A subclass' own constructor arguments from `hparams` (none here)."""
-        del hparams
-        return {}
-
-    def build_weights(self):
-        """Creates every weight by running a one-token batch."""
-        ids = ops.ones((1, 2), dtype="int32")
-        self({"inputs": ids, "targets": ids})
 
     # --- The encoder ---
     def encode(self, inputs, training=None):
