@@ -5,6 +5,12 @@ import socket
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# Under pytest-xdist, each worker's TensorFlow (and the trainers it starts) gets its share of
+# the cores for intra-op work: two workers each running TensorFlow's default pool of every core
+# oversubscribe a 2-core machine, which measured twice as slow for the same two trainings.
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    _share = (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])
+    os.environ.setdefault("TF_NUM_INTRAOP_THREADS", str(max(1, _share)))
 
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
