@@ -62,6 +62,29 @@ def free_ports(count):
     return ports
 
 
+def session_run(path, signature, inputs, tmp_path) -> dict:
+    """`saved_model_cli run` on the SavedModel at `path`: loaded in a TF1 session, as TensorFlow
+    Serving's SavedModelBundle loads it (a fresh process: no t2t_lite, no tensorflow_text).
+
+    `inputs`: the numpy array for the signature's `inputs`. Returns output name -> array.
+    """
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+    batch, outdir = tmp_path / f"{signature}-inputs.npy", tmp_path / f"{signature}-outputs"
+    np.save(batch, inputs)
+    done = subprocess.run([cli, "run", "--dir", str(path), "--tag_set", "serve",
+                           "--signature_def", signature, "--inputs", f"inputs={batch}",
+                           "--outdir", str(outdir), "--overwrite"], capture_output=True,
+                          text=True, timeout=300, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {name[:-len(".npy")]: np.load(outdir / name, allow_pickle=True)
+            for name in os.listdir(outdir)}
+
+
 def _count(path):
     with open(path, "rb") as f:
         return sum(1 for _ in f)

@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import NO_EVAL
+from conftest import NO_EVAL, session_run
 import tensorflow as tf
 
 from t2t_lite.data.options import DatagenOptions
@@ -92,6 +92,11 @@ def test_translate_ids_matches_decoder_without_tensorflow_text(reverse_run, tmp_
     np.testing.assert_allclose(got["scores"], [best[0][1] for best in want], atol=1e-4)
     # Padded length (the longest row, 24, padded to a power of two: 32) + extra_length.
     assert len(got["ids"][0]) == decode_policy.padded_length(24) + 7 == 39
+
+    # A session-based loader (TF Serving's path) runs it too, with the same result.
+    session = session_run(export_dir / "1", "translate_ids", batch, tmp_path)
+    assert [_strip(row) for row in session["ids"]] == [_strip(row) for row in got["ids"]]
+    np.testing.assert_allclose(session["scores"], got["scores"], atol=1e-5)
 
     # The exported variables hold the checkpoint's weights.
     reader = tf.train.load_checkpoint(str(export_dir / "1" / "variables" / "variables"))
@@ -222,6 +227,8 @@ def test_serving_default_translates_text_like_the_decoder(tmp_path, capsys):
     got_ids = _fresh(IDS_CODE, {"path": str(export_dir / "1" / "ids"), "inputs": ids})
     want = decoder.decode(ids)
     assert _strip(got_ids["ids"][0]) == want[0][0][0]
+    session = session_run(export_dir / "1" / "ids", "translate_ids", np.asarray(ids, np.int32), tmp_path)
+    assert _strip(session["ids"][0]) == want[0][0][0]
 
     shown = subprocess.run([SAVED_MODEL_CLI, "show", "--all", "--dir", str(export_dir / "1")],
                            capture_output=True, text=True, timeout=300)

@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import DATA
+from conftest import DATA, session_run
 from test_parsing import _run, write_wsj
 
 from t2t_lite import registry
@@ -138,6 +138,11 @@ def test_exported_parser_writes_the_decoders_trees(tmp_path):
     served = json.loads(result.stdout.strip().splitlines()[-1])
     want = decoded.read_text(encoding="utf-8").split("\n")[:len(lines)]
     assert served["trees"] == want
+    # A session-based loader (TensorFlow Serving's) runs it too: core ops, variables found.
+    session = session_run(tmp_path / "export" / "1", "serving_default",
+                          np.array([line.encode("utf-8") for line in lines], dtype=object),
+                          tmp_path)
+    assert [tree.decode("utf-8") for tree in session["outputs"]] == want
     assert want[3] == "" and served["scores"][3] == 0.0
     assert want[-1].startswith("(TOP (XX") and want[0].startswith("(TOP (")
     for line, tree in zip(lines, want):  # One tree over exactly the line's words.

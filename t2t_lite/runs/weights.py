@@ -36,8 +36,13 @@ def build_run_model(hparams, info: dict):
     return build_model(hparams, info["source_vocab_size"], info["target_vocab_size"])
 
 
-def model_weights(model) -> tf.Module:
+def model_weights(model, backing: bool = False) -> tf.Module:
     """A flat trackable holding every model weight under its Keras path.
+
+    `backing`: hold each Keras variable's backing `tf.Variable` instead (same checkpoint
+    keys), which a SavedModel needs to be runnable by session-based loaders
+    (TensorFlow Serving, `saved_model_cli run`); Keras variables tracked directly save
+    values those loaders cannot bind to the graph's variable handles.
 
     Checkpoints store the model as `model/<path>` (e.g.
     `model/encoder_layer_0-self_attention-query-kernel`), one level below the
@@ -46,7 +51,7 @@ def model_weights(model) -> tf.Module:
     """
     weights = tf.Module(name="model_weights")
     for name, weight in _named_weights(model).items():
-        setattr(weights, name, weight)
+        setattr(weights, name, weight.value if backing else weight)
     return weights
 
 

@@ -135,7 +135,9 @@ class _IdsModule(tf.Module):
 
     def __init__(self, model, options, max_length):
         super().__init__(name="t2t_lite_export")
-        self.model_weights = model_weights(model)
+        # The tf.Variables under the Keras variables: a session-based loader (TF Serving,
+        # saved_model_cli run) finds only variables saved as themselves.
+        self.model_weights = model_weights(model, backing=True)
         self.beam_size = tf.Variable(options.beam_size, trainable=False, name="beam_size")
         self.alpha = tf.Variable(options.alpha, trainable=False, name="alpha")
         self.extra_length = tf.Variable(options.extra_length, trainable=False,
