@@ -1,0 +1,144 @@
+"""Fine-tuning against training from scratch (issue 26): dev BLEU over wall-clock minutes.
+
+    python benchmarks/fine_tuning.py --work_dir=W [--general_minutes=10] [--minutes=10]
+
+1. Datagen: a general EN-DE corpus (`translate_files` over the OpenNMT toy corpus, WMT news
+   text, Moses-tokenized: `--general_raw`) trains the shared SentencePiece vocabulary; Multi30k
+   (`--multi30k_raw`) is then generated with that same vocabulary file (copied into its data
+   dir, which datagen reuses).
+2. A general run of `--hparams` trains on the general corpus for `--general_minutes` (all cores;
+   an existing WORK_DIR/runs/general is reused as it is).
+3. Two Multi30k runs train side by side for `--minutes`, each pinned to one core with one
+   intra-op thread: `from_scratch`, and `fine_tuned` (`--init_from=GENERAL_RUN`: its weights,
+   a fresh optimizer, step counter and schedule). Both evaluate on Multi30k's dev split (val)
+   every `--eval_every_steps` steps: dev NLL and sacreBLEU of greedy decodes of the first
+   `--eval_decode_examples` dev sentences, as the trainer logs them.
+
+Each Multi30k run appends one JSON row to `--out` (and prints it): its evaluations as
+[step, seconds since the run started, dev sacreBLEU, dev NLL], with the machine's fields
+(`benchmarks/machine.py`). Never touches Multi30k's test sets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from machine import append_row, machine_fields  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = os.path.join(os.path.dirname(ROOT), "shared", "data")
+BIN = os.path.dirname(sys.executable)
+DEV_LINE = re.compile(r"^dev step (\d+): loss \S+\s+nll (\S+)\s+.*sacrebleu ([0-9.]+)")
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--work_dir", required=True)
+    parser.add_argument("--general_raw", default=os.path.join(SHARED, "opennmt_toy_ende"))
+    parser.add_argument("--multi30k_raw", default=os.path.join(SHARED, "multi30k"))
+    parser.add_argument("--hparams", default="multi30k")
+    parser.add_argument("--vocab_size", type=int, default=8000)
+    parser.add_argument("--general_minutes", type=float, default=10.0)
+    parser.add_argument("--minutes", type=float, default=10.0)
+    parser.add_argument("--eval_every_steps", type=int, default=200)
+    parser.add_argument("--eval_decode_examples", type=int, default=200)
+    parser.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results",
+                                                      "fine_tuning.jsonl"))
+    return parser.parse_args(argv)
+
+
+def tool(name: str, *args: str, env=None) -> None:
+    subprocess.run([os.path.join(BIN, f"t2t_lite-{name}"), *args], check=True, env=env,
+                   stdout=subprocess.DEVNULL)
+
+
+def datagen(args) -> tuple[str, str]:
+    """The general and the Multi30k data dirs, sharing one vocabulary file."""
+    raw, general, m30k = (os.path.join(args.work_dir, n) for n in ("raw", "general", "m30k"))
+    if not os.path.exists(os.path.join(m30k, "multi30k_ende.datagen.json")):
+        os.makedirs(raw, exist_ok=True)
+        for side, prefix in (("en", "src"), ("de", "tgt")):
+            for split, name in (("train", "train"), ("dev", "val")):
+                link = os.path.join(raw, f"{split}.{side}")
+                if not os.path.exists(link):
+                    os.symlink(os.path.join(args.general_raw, f"{prefix}-{name}.txt"), link)
+        tool("datagen", "--problem=translate_files", f"--data_dir={general}", f"--raw_dir={raw}",
+             f"--vocab_size={args.vocab_size}")
+        os.makedirs(m30k, exist_ok=True)
+        shutil.copy(os.path.join(general, "vocab.translate_files.model"),
+                    os.path.join(m30k, "vocab.multi30k_ende.model"))
+        tool("datagen", "--problem=multi30k_ende", f"--data_dir={m30k}",
+             f"--raw_dir={args.multi30k_raw}", f"--vocab_size={args.vocab_size}")
+    return general, m30k
+
+
+def train_logged(command: list[str], core: int) -> tuple[subprocess.Popen, float]:
+    env = dict(os.environ, TF_NUM_INTRAOP_THREADS="1", TF_NUM_INTEROP_THREADS="2")
+    process = subprocess.Popen(["taskset", "-c", str(core), *command], env=env, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    return process, time.time()
+
+
+def evaluations(process: subprocess.Popen, start: float) -> list[list[float]]:
+    """[step, seconds, dev sacreBLEU, dev NLL] of each dev line the trainer prints."""
+    rows = []
+    for line in process.stdout:
+        match = DEV_LINE.match(line)
+        if match:
+            rows.append([int(match[1]), round(time.time() - start, 1), float(match[3]),
+                         float(match[2])])
+    process.wait()
+    if process.returncode:
+        print(f"trainer failed (exit {process.returncode})", file=sys.stderr)
+    return rows
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    general_data, m30k = datagen(args)
+    general_run = os.path.join(args.work_dir, "runs", "general")
+    if not os.path.exists(os.path.join(general_run, "checkpoint")):  # Else reused as it is.
+        tool("trainer", "--problem=translate_files", f"--hparams={args.hparams}",
+             f"--data_dir={general_data}", f"--output_dir={general_run}",
+             f"--train_minutes={args.general_minutes}", "--eval_every_steps=0")
+    general_step = int(open(os.path.join(general_run, "checkpoint")).read().split(
+        '"')[1].rsplit("-", 1)[1])
+    common = machine_fields()
+    runs = {"from_scratch": [], "fine_tuned": [f"--init_from={general_run}"]}
+    for name in runs:  # A fresh start each time (the general run is kept).
+        shutil.rmtree(os.path.join(args.work_dir, "runs", name), ignore_errors=True)
+    started = {}
+    for core, (name, extra) in enumerate(runs.items()):
+        command = [os.path.join(BIN, "t2t_lite-trainer"), "--problem=multi30k_ende",
+                   f"--hparams={args.hparams}", f"--data_dir={m30k}",
+                   f"--output_dir={os.path.join(args.work_dir, 'runs', name)}",
+                   f"--train_minutes={args.minutes}", "--log_every_steps=100000",
+                   f"--eval_every_steps={args.eval_every_steps}",
+                   f"--eval_decode_examples={args.eval_decode_examples}", *extra]
+        started[name] = train_logged(command, core % (os.cpu_count() or 1))
+    results = {}  # Each trainer's lines read as they come, so their times are right.
+    readers = [threading.Thread(target=lambda n=name, p=pair: results.setdefault(
+        n, evaluations(*p))) for name, pair in started.items()]
+    for reader in readers:
+        reader.start()
+    for reader in readers:
+        reader.join()
+    for name in started:
+        append_row({"benchmark": "fine_tuning", "run": name, "hparams": args.hparams,
+                    "general_minutes": args.general_minutes, "general_step": general_step, "minutes": args.minutes,
+                    "vocab_size": args.vocab_size, "dev_decode_examples":
+                    args.eval_decode_examples, "evals": results[name], **common},
+                   args.out)
+
+
+if __name__ == "__main__":
+    main()
