@@ -35,7 +35,12 @@ setup(
         "numpy",
         "matplotlib>=3.7",  # t2t_lite-visualize, t2t_lite-plot (Agg backend, no display).
     ],
-    extras_require={"test": ["pytest>=8", "pytest-xdist>=3", "hypothesis>=6", "wheel"]},
+    extras_require={
+        # t2t_lite-exporter --format=ctranslate2 (t2t_lite.serving.ctranslate2_export).
+        "ctranslate2": ["ctranslate2>=4.5"],
+        # CI installs .[test]: ctranslate2 too, so tests/test_ctranslate2_export.py runs.
+        "test": ["pytest>=8", "pytest-xdist>=3", "hypothesis>=6", "wheel", "ctranslate2>=4.5"],
+    },
     entry_points={
         "console_scripts": [
             "t2t_lite-trainer=t2t_lite.bin.trainer:main",

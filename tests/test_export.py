@@ -166,10 +166,12 @@ def test_errors_are_one_line(reverse_run, tmp_path, args, message, capsys):
 TEXT_CODE = r"""
 import json, os, sys
 import tensorflow as tf
-import tensorflow_text  # noqa: F401  (registers the SentencePiece ops)
 payload = json.loads(os.environ["PAYLOAD"])
+if payload["tensorflow_text"]:
+    import tensorflow_text  # noqa: F401  (registers the SentencePiece ops)
 loaded = tf.saved_model.load(payload["path"])
 assert "t2t_lite" not in sys.modules
+assert ("tensorflow_text" in sys.modules) == payload["tensorflow_text"]
 serve = loaded.signatures["serving_default"]
 result = {}
 for name, lines in payload["batches"].items():
@@ -180,7 +182,7 @@ print(json.dumps(result))
 """
 
 
-@pytest.mark.slow  # ~60 s: datagen, training, export, decoder and two subprocesses.
+@pytest.mark.slow  # ~70 s: datagen, training, two exports, decoder and four subprocesses.
 def test_serving_default_translates_text_like_the_decoder(tmp_path, capsys):
     raw, data_dir, out = tmp_path / "raw", tmp_path / "data", tmp_path / "run"
     raw.mkdir()
@@ -196,9 +198,12 @@ def test_serving_default_translates_text_like_the_decoder(tmp_path, capsys):
                   TrainOptions(eval=NO_EVAL, train_steps=3, log_every_steps=100),
                   strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=_quiet)
     export_dir = tmp_path / "export"
-    assert exporter_cli.main([f"--output_dir={out}", f"--export_dir={export_dir}",
-                              "--beam_size=2", "--extra_length=4"]) == 0
-    assert capsys.readouterr().out.strip() == str(export_dir / "1")
+    for text_ops in ("core", "tensorflow_text"):  # Versions 1 and 2.
+        assert exporter_cli.main([f"--output_dir={out}", f"--export_dir={export_dir}",
+                                  "--beam_size=2", "--extra_length=4",
+                                  f"--text_ops={text_ops}"]) == 0
+    assert capsys.readouterr().out.split() == [str(export_dir / "1"), str(export_dir / "2")]
+    assert not (export_dir / "1" / "ids").exists() and (export_dir / "2" / "ids").is_dir()
 
     lines = en[:20]
     source, target = tmp_path / "in.en", tmp_path / "out.de"
@@ -208,8 +213,11 @@ def test_serving_default_translates_text_like_the_decoder(tmp_path, capsys):
                              "--extra_length=4"]) == 0
     expected = target.read_text(encoding="utf-8").split("\n")[:-1]
     long_line = " ".join(["translation"] * 400)
-    got = _fresh(TEXT_CODE, {"path": str(export_dir / "1"), "batches": {
-        "real": lines, "odd": ["", long_line, "   "]}})
+    batches = {"real": lines, "odd": ["", long_line, "   ", "naïve “quotes” 東京 \u2028 x"]}
+    got = _fresh(TEXT_CODE, {"path": str(export_dir / "1"), "batches": batches,
+                             "tensorflow_text": False})
+    assert got == _fresh(TEXT_CODE, {"path": str(export_dir / "2"), "batches": batches,
+                                     "tensorflow_text": True})
     assert got["real"] == expected
     assert got["odd"][0] == "" and got["odd"][2] == "" and got["odd_scores"][0] == 0.0
 
@@ -222,13 +230,19 @@ def test_serving_default_translates_text_like_the_decoder(tmp_path, capsys):
     assert got["odd"][1] == problem.decode(want_ids)
     np.testing.assert_allclose(got["odd_scores"][1], want_score, atol=1e-4)
 
-    # The ids-only copy loads without tensorflow_text.
+    # TensorFlow Serving's loader (a TF1 session, no tensorflow_text) runs the core-op
+    # export's text and ids signatures, and the tensorflow_text export's ids-only copy.
+    session = session_run(export_dir / "1", "serving_default",
+                          np.array([line.encode("utf-8") for line in lines], dtype=object),
+                          tmp_path)
+    assert [text.decode("utf-8") for text in session["outputs"]] == expected
     ids = [problem.encode(lines[0]) + [1]]
-    got_ids = _fresh(IDS_CODE, {"path": str(export_dir / "1" / "ids"), "inputs": ids})
     want = decoder.decode(ids)
-    assert _strip(got_ids["ids"][0]) == want[0][0][0]
-    session = session_run(export_dir / "1" / "ids", "translate_ids", np.asarray(ids, np.int32), tmp_path)
-    assert _strip(session["ids"][0]) == want[0][0][0]
+    for path in (export_dir / "1", export_dir / "2" / "ids"):
+        got_ids = _fresh(IDS_CODE, {"path": str(path), "inputs": ids})
+        assert _strip(got_ids["ids"][0]) == want[0][0][0]
+        session = session_run(path, "translate_ids", np.asarray(ids, np.int32), tmp_path)
+        assert _strip(session["ids"][0]) == want[0][0][0]
 
     shown = subprocess.run([SAVED_MODEL_CLI, "show", "--all", "--dir", str(export_dir / "1")],
                            capture_output=True, text=True, timeout=300)
@@ -254,7 +268,8 @@ class _EchoIds(tf.Module):
             input_signature=[tf.TensorSpec([None, None], tf.int32)])
 
 
-def test_text_module_tokenizes_source_and_detokenizes_target_around_one_trace(tmp_path):
+@pytest.mark.parametrize("text_ops", export.TEXT_OPS)
+def test_text_module_tokenizes_source_and_detokenizes_target_around_one_trace(tmp_path, text_ops):
     from t2t_lite.data.text_encoder import train_vocab
 
     en, de = _lines(TESTDATA / "newstest2014.ref.de"), _lines(TESTDATA / "newstest2014.hyp.de")
@@ -265,7 +280,7 @@ def test_text_module_tokenizes_source_and_detokenizes_target_around_one_trace(tm
         with open(paths[side], "wb") as f:
             f.write(vocab.model_proto)
     echo = _EchoIds()
-    module = export._TextModule(echo, 6, paths["source"], paths["target"])
+    module = export._TextModule(echo, 6, paths["source"], paths["target"], text_ops=text_ops)
     module.serve.get_concrete_function()
     assert module.translate_ids is echo.translate_ids
     lines = ["Der Hund läuft schnell nach Hause und bleibt dort.", "ja", ""]

@@ -9,7 +9,8 @@ Signatures:
                    int32 [B, S], temperature, top_k, top_p, seed, num_samples ->
                    ids int32 [B, N, L], scores float32 [B, N]: `t2t_lite.serving.sampling`
   serving_default: inputs tf.string [B] -> outputs tf.string [B], scores float32 [B]
-                   (problems with SentencePiece vocabularies: translation; or the
+                   (problems with SentencePiece vocabularies: translation, core ops
+                   only by default; or the
                    problem's own `Problem.serving_module`: parsing's sentences in,
                    trees out, `t2t_lite.parsing.serving`, core ops only)
 
@@ -24,19 +25,27 @@ traced search per padded length 8, 16, 32, ... up to the first that holds
 max_length, and picks the branch at run time (`tf.switch_case`).
 
 translate_ids is traced once. serving_default calls that same function: it
-tokenizes with the source vocabulary (tensorflow_text's SentencepieceTokenizer;
-the op holds the model bytes as an attribute, and the .model files are also
-attached as SavedModel assets, e.g. assets/vocab.<problem>.model), appends EOS
-(`decode_policy.tf_source_ids`), calls translate_ids and detokenizes with the
-target vocabulary (the same file when the problem shares one). An input with no
-tokens (empty or blank) gives "" and score 0, as t2t_lite-decoder does for
-empty lines.
+tokenizes with the source vocabulary, appends EOS (`decode_policy.tf_source_ids`),
+calls translate_ids and detokenizes with the target vocabulary (the same file
+when the problem shares one). An input with no tokens (empty or blank) gives ""
+and score 0, as t2t_lite-decoder does for empty lines. The .model files are
+attached as SavedModel assets (e.g. assets/vocab.<problem>.model).
 
-A SavedModel with a tensorflow_text op cannot be loaded by a process that has
-not imported tensorflow_text (the op is not registered), even to run another
-signature. So for translation problems a second, ids-only SavedModel is
-written to EXPORT_DIR/<version>/ids/ (same weights, the same translate_ids); for
-algorithmic problems the main SavedModel has no such op and is ids-only.
+The tokenizer (`text_ops`, t2t_lite-exporter --text_ops) is by default "core":
+`t2t_lite.serving.sentencepiece_ops.CoreSentencePiece`, SentencePiece's BPE in core
+TensorFlow ops, so the SavedModel, every signature of it, loads and runs in any
+TensorFlow binary: stock TensorFlow Serving, `saved_model_cli run`, a process that
+never imports tensorflow_text. "tensorflow_text" uses tensorflow_text's
+SentencepieceTokenizer instead (its custom op tokenizes 2-3 times faster, a small
+part of a request's time next to the search); a SavedModel holding that op cannot
+be loaded by a process that has not imported tensorflow_text, even to run another
+signature, so that variant also writes an ids-only copy to EXPORT_DIR/<version>/ids/
+(same weights, the same translate_ids). Algorithmic problems have no text
+signature.
+
+The weights are saved as the Keras variables' backing tf.Variables
+(`model_weights(..., backing=True)`): a session-based loader (TF Serving's
+SavedModelBundle, `saved_model_cli run`) binds only variables saved as themselves.
 
 The version directory is written under a temporary name inside EXPORT_DIR and
 renamed at the end, so a failed export leaves no partial version. The
@@ -63,6 +72,7 @@ from t2t_lite.ids import EOS_ID, PAD_ID
 from t2t_lite.data.text_encoder import SubwordVocab
 from t2t_lite.errors import UserError
 from t2t_lite.serving import sampling as sampling_signature
+from t2t_lite.serving.sentencepiece_ops import CoreSentencePiece
 
 IDS_SUBDIR = "ids"
 
@@ -152,29 +162,42 @@ class _IdsModule(tf.Module):
             tf.TensorSpec([None, None], tf.int32, name="inputs")])
 
 
+TEXT_OPS = ("core", "tensorflow_text")
+
+
+def _tokenizer(model_proto: bytes, index: int, text_ops: str):
+    """A SentencePiece tokenizer with tokenize/detokenize for the text signature.
+
+    "core": `CoreSentencePiece` (core TensorFlow ops: any TensorFlow binary loads the
+    SavedModel, TF Serving's included); "tensorflow_text": tensorflow_text's op.
+    """
+    # Distinct names: tensorflow_text's SentencePiece resources are kernel-owned and keyed
+    # by node name, so two unnamed tokenizers in one SavedModel load as one.
+    if text_ops == "core":
+        return CoreSentencePiece(model_proto, name=f"vocab_{index}")
+    import tensorflow_text as tf_text
+
+    return tf_text.SentencepieceTokenizer(model=model_proto, out_type=tf.int32,
+                                          name=f"vocab_{index}")
+
+
 class _TextModule(tf.Module):
     """serving_default (text in, text out) around an _IdsModule's translate_ids.
 
     The search is the ids module's one traced translate_ids, which serve() calls
     and which is also this module's translate_ids signature. Tokenizes with the
-    source vocabulary and detokenizes with the target vocabulary (tensorflow_text).
+    source vocabulary and detokenizes with the target vocabulary (`_tokenizer`).
     """
 
     def __init__(self, ids_module: _IdsModule, max_length: int, source_vocab: str,
-                 target_vocab: str):
+                 target_vocab: str, text_ops: str = "core"):
         super().__init__(name="t2t_lite_export_text")
-        import tensorflow_text as tf_text
-
         self.ids_module = ids_module
         self.translate_ids = ids_module.translate_ids
         tokenizers = {}
         for i, path in enumerate(dict.fromkeys([source_vocab, target_vocab])):
             with open(path, "rb") as f:
-                # Distinct names: tensorflow_text's SentencePiece resources are kernel-owned
-                # and keyed by node name, so two unnamed tokenizers in one SavedModel load
-                # as one (the target side would detokenize with the source model).
-                tokenizers[path] = tf_text.SentencepieceTokenizer(
-                    model=f.read(), out_type=tf.int32, name=f"vocab_{i}")
+                tokenizers[path] = _tokenizer(f.read(), i, text_ops)
         self.vocab_assets = [tf.saved_model.Asset(path) for path in tokenizers]
         self.source_tokenizer = source = tokenizers[source_vocab]
         self.target_tokenizer = target = tokenizers[target_vocab]
@@ -224,9 +247,12 @@ def _save(module, path, signatures):
 def export(output_dir: str, export_dir: str, checkpoint: str | None = None,
            beam_size: int | None = None, alpha: float | None = None,
            extra_length: int | None = None, data_dir: str | None = None,
-           log=lambda _: None, sampling: bool = False) -> ExportResult:
+           log=lambda _: None, sampling: bool = False,
+           text_ops: str = "core") -> ExportResult:
     """Exports the run in output_dir to export_dir/<next version>/; see the module doc."""
     start = time.time()
+    if text_ops not in TEXT_OPS:
+        raise ExportError(f"text_ops must be one of {', '.join(TEXT_OPS)}, not {text_ops!r}")
     if os.path.exists(export_dir) and not os.path.isdir(export_dir):
         raise ExportError(f"{export_dir} exists and is not a directory")
     run = load_run(output_dir, checkpoint, data_dir)
@@ -247,7 +273,7 @@ def export(output_dir: str, export_dir: str, checkpoint: str | None = None,
     vocabs = vocab_files(run.problem) if module is None else None
     if vocabs:
         check_in_graph_source(vocabs[0])
-        module = _TextModule(ids_module, max_length, *vocabs)
+        module = _TextModule(ids_module, max_length, *vocabs, text_ops=text_ops)
 
     os.makedirs(export_dir, exist_ok=True)
     for stale in atomic.remove_temporaries(export_dir, STAGING_NAME):
@@ -263,7 +289,8 @@ def export(output_dir: str, export_dir: str, checkpoint: str | None = None,
             log("tracing serving_default (around the same translate_ids)")
             signatures["serving_default"] = module.serve.get_concrete_function()
         _save(module or ids_module, tmp, signatures)
-        if vocabs:  # tensorflow_text's ops in the main SavedModel: an ids-only copy.
+        custom_ops = vocabs and text_ops == "tensorflow_text"
+        if custom_ops:  # tensorflow_text's ops in the main SavedModel: an ids-only copy.
             _save(ids_module, os.path.join(tmp, IDS_SUBDIR),
                   {k: f for k, f in signatures.items() if k != "serving_default"})
         version = next_version(export_dir)
@@ -272,6 +299,6 @@ def export(output_dir: str, export_dir: str, checkpoint: str | None = None,
         os.rename(tmp, final)
     return ExportResult(
         path=final, version=version, signatures=tuple(sorted(signatures)),
-        ids_path=os.path.join(final, IDS_SUBDIR) if vocabs else final,
+        ids_path=os.path.join(final, IDS_SUBDIR) if custom_ops else final,
         checkpoint=run.checkpoint, seconds=time.time() - start,
         size_bytes=directory_size(final))
