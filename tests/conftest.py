@@ -66,7 +66,8 @@ def session_run(path, signature, inputs, tmp_path) -> dict:
     """`saved_model_cli run` on the SavedModel at `path`: loaded in a TF1 session, as TensorFlow
     Serving's SavedModelBundle loads it (a fresh process: no t2t_lite, no tensorflow_text).
 
-    `inputs`: the numpy array for the signature's `inputs`. Returns output name -> array.
+    `inputs`: the numpy array for the signature's `inputs`, or a dict of input name -> array.
+    Returns output name -> array.
     """
     import subprocess
     import sys
@@ -74,10 +75,14 @@ def session_run(path, signature, inputs, tmp_path) -> dict:
     import numpy as np
 
     cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
-    batch, outdir = tmp_path / f"{signature}-inputs.npy", tmp_path / f"{signature}-outputs"
-    np.save(batch, inputs)
+    arrays = inputs if isinstance(inputs, dict) else {"inputs": inputs}
+    files = []
+    for name, array in arrays.items():
+        files.append(f"{name}={tmp_path / f'{signature}-{name}.npy'}")
+        np.save(tmp_path / f"{signature}-{name}.npy", array)
+    outdir = tmp_path / f"{signature}-outputs"
     done = subprocess.run([cli, "run", "--dir", str(path), "--tag_set", "serve",
-                           "--signature_def", signature, "--inputs", f"inputs={batch}",
+                           "--signature_def", signature, "--inputs", ";".join(files),
                            "--outdir", str(outdir), "--overwrite"], capture_output=True,
                           text=True, timeout=300, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
     assert done.returncode == 0, done.stderr[-3000:]

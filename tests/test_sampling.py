@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import NO_EVAL
+from conftest import NO_EVAL, session_run
 
 from t2t_lite import registry
 from t2t_lite.bin import decoder as decoder_cli
@@ -262,3 +262,13 @@ def test_exported_sample_ids_match_the_decoder(run_dir, model, tmp_path, capsys)
     loaded = tf.saved_model.load(str(export_dir / "1"))
     assert sorted(loaded.signatures) == ["sample_ids", "translate_ids"]
     _check_sample_ids(loaded.signatures["sample_ids"], model, ((1.0, 0, 1.0), (0.8, 3, 0.9)))
+    # TensorFlow Serving's loader (a TF1 session, saved_model_cli run) gives the same samples.
+    batch = np.zeros((len(SOURCES), 12), np.int32)
+    for row, ids in enumerate(SOURCES):
+        batch[row, :len(ids)] = ids
+    out = session_run(export_dir / "1", "sample_ids", {
+        "inputs": batch, "temperature": np.float32(0.8), "top_k": np.int32(3),
+        "top_p": np.float32(0.9), "seed": np.int64(9), "num_samples": np.int32(3)}, tmp_path)
+    want = Decoder(model, DecodeOptions(sampling_temperature=0.8, top_k=3, top_p=0.9, seed=9,
+                                        num_samples=3, extra_length=5)).decode(SOURCES)
+    assert [[strip_ids(s) for s in row] for row in out["ids"]] == _ids(want)
