@@ -159,6 +159,7 @@ def _one_bucket(problem, hparams, count, bucket):
 
 
 @needs_ct2
+@pytest.mark.slow  # Kept out of `make test` for its 6-minute budget; CI runs it.
 def test_beam4_alpha0_ranks_as_t2t_lite_and_alpha_maps_to_length_penalty(tiny):
     """With alpha = 0 and length_penalty = 0 both rank by log-probability: the same ids on
     most sentences; where they differ, t2t_lite's hypothesis is never worse, as its
@@ -182,6 +183,7 @@ def test_beam4_alpha0_ranks_as_t2t_lite_and_alpha_maps_to_length_penalty(tiny):
 
 
 @needs_ct2
+@pytest.mark.slow  # Kept out of `make test` for its 6-minute budget; CI runs it.
 def test_int8_translates_and_mostly_agrees_with_float32(tiny, tmp_path, capsys):
     assert exporter_cli.main([f"--output_dir={tiny.out}", f"--export_dir={tmp_path}",
                               "--format=ctranslate2", "--quantization=int8"]) == 0
@@ -225,6 +227,7 @@ def _random_run(out, hparams, problem, data_dir, seed=0):
 
 
 @needs_ct2
+@pytest.mark.slow  # Kept out of `make test` for its 6-minute budget; CI runs it.
 def test_random_model_with_the_base_structure_decodes_alike(tiny, tmp_path):
     """base's structure (N=6, h=8, post-norm, d_ff = 4 d_model, shared embeddings) at
     d_model=64 and max_length=16. base itself (d_model=512) takes t2t_lite 49 s to
@@ -243,6 +246,7 @@ def test_random_model_with_the_base_structure_decodes_alike(tiny, tmp_path):
 
 
 @needs_ct2
+@pytest.mark.slow  # Kept out of `make test` for its 6-minute budget; CI runs it.
 def test_pre_norm_learned_positions_and_separate_vocabularies(tmp_path):
     """Pre-norm (final stack norms), a learned table (decoded past max_length, where
     t2t_lite repeats its last row), two vocabularies of different sizes and a layer norm
