@@ -35,6 +35,7 @@ from t2t_lite.decoding.options import DecodeOptions
 from t2t_lite.runs import run_dir, weights
 from t2t_lite.runs.load import load_run
 from t2t_lite.serving import ctranslate2_export as c2
+from t2t_lite.serving import ctranslate2_serving as c2s
 from t2t_lite.training import trainer
 from t2t_lite.training.options import TrainOptions
 
@@ -100,7 +101,7 @@ def _t2t_decode(model, hparams, sources, beam_size, alpha=0.0):
 
 
 def _load(path):
-    return c2.load(path, intra_threads=1)
+    return c2s.load(path, intra_threads=1)
 
 
 def _agreement(got, want):
@@ -140,13 +141,13 @@ def test_greedy_gives_t2t_lite_ids_scores_and_text(tiny):
     sources = [tiny.problem.encode(line) for line in lines]
     want = _t2t_decode(tiny.run.model, tiny.run.hparams, sources, beam_size=1)
     model = _load(tiny.float32)
-    got = c2.translate_ids(model, sources, beam_size=1)
+    got = c2s.translate_ids(model, sources, beam_size=1)
     assert _agreement(got, want) >= 0.99, _agreement(got, want)  # Measured: 199 / 199.
     assert np.mean([len(ids) for ids, _ in want]) > 5  # The model says something.
     same = [i for i, (a, b) in enumerate(zip(got, want)) if a[0] == b[0]]
     np.testing.assert_allclose([got[i][1] for i in same], [want[i][1] for i in same],
                                atol=1e-3)  # Sums of log-probs, EOS included.
-    text = c2.translate_text(model, lines + ["", "   "], beam_size=1)
+    text = c2s.translate_text(model, lines + ["", "   "], beam_size=1)
     assert [text[i] for i in same] == [tiny.problem.decode(want[i][0]) for i in same]
     assert text[-2:] == ["", ""]
 
@@ -170,11 +171,11 @@ def test_beam4_alpha0_ranks_as_t2t_lite_and_alpha_maps_to_length_penalty(tiny):
     sources = _one_bucket(tiny.problem, tiny.run.hparams, 64, 64)
     model = _load(tiny.float32)
     want = _t2t_decode(tiny.run.model, tiny.run.hparams, sources, beam_size=4, alpha=0.0)
-    got = c2.translate_ids(model, sources, beam_size=4, length_penalty=0.0)
+    got = c2s.translate_ids(model, sources, beam_size=4, length_penalty=0.0)
     assert _agreement(got, want) >= 0.9, _agreement(got, want)  # Measured: 64 / 64.
     assert all(w[1] >= g[1] - 1e-3 for g, w in zip(got, want))
     want = _t2t_decode(tiny.run.model, tiny.run.hparams, sources, beam_size=4, alpha=0.6)
-    got = c2.translate_ids(model, sources, beam_size=4)  # t2t_lite.json's length_penalty.
+    got = c2s.translate_ids(model, sources, beam_size=4)  # t2t_lite.json's length_penalty.
     assert model.settings["length_penalty"] == 0.5
     hypotheses = [tiny.problem.decode(ids) for ids, _ in got]
     references = [tiny.problem.decode(ids) for ids, _ in want]
@@ -192,8 +193,8 @@ def test_int8_translates_and_mostly_agrees_with_float32(tiny, tmp_path, capsys):
             for p in (path, tiny.float32)}
     assert size[path] < 0.6 * size[tiny.float32]
     lines = _sentences(200)
-    int8 = c2.translate_text(_load(path), lines, beam_size=1)
-    float32 = c2.translate_text(_load(tiny.float32), lines, beam_size=1)
+    int8 = c2s.translate_text(_load(path), lines, beam_size=1)
+    float32 = c2s.translate_text(_load(tiny.float32), lines, beam_size=1)
     assert sum(bool(t) for t in int8) >= 0.95 * len(lines)
     exact = sum(a == b for a, b in zip(int8, float32)) / len(lines)
     assert exact >= 0.2, exact  # Measured: 0.40 (a barely trained model's near ties).
@@ -240,7 +241,7 @@ def test_random_model_with_the_base_structure_decodes_alike(tiny, tmp_path):
                                  checkpoint="averaged").path
     sources = _one_bucket(tiny.problem, hparams, 64, 16)
     want = _t2t_decode(model, hparams, sources, beam_size=1)
-    got = c2.translate_ids(_load(path), sources, beam_size=1)
+    got = c2s.translate_ids(_load(path), sources, beam_size=1)
     assert _agreement(got, want) >= 0.95, _agreement(got, want)
     np.testing.assert_allclose([g[1] for g in got], [w[1] for w in want], rtol=1e-4)
 
@@ -272,7 +273,7 @@ def test_pre_norm_learned_positions_and_separate_vocabularies(tmp_path):
     sources = [loaded.source_vocab.encode(line) for line in _sentences(600)]
     sources = [tokens for tokens in sources if len(tokens) >= 15][:64]  # One padded length.
     want = _t2t_decode(model, hparams, sources, beam_size=1)
-    got = c2.translate_ids(loaded, sources, beam_size=1)
+    got = c2s.translate_ids(loaded, sources, beam_size=1)
     assert _agreement(got, want) >= 0.95, _agreement(got, want)
 
 
@@ -369,24 +370,24 @@ def test_decode_lengths_are_t2t_lite_decode_policy():
     for tokens in range(0, 90):
         source = decode_policy.source_ids([5] * tokens, 64)
         want = decode_policy.max_decode_length(decode_policy.padded_length(len(source)), 50)
-        assert c2._max_decoding_length(settings, tokens, 50) == want
+        assert c2s._max_decoding_length(settings, tokens, 50) == want
 
 
 @needs_ct2
 def test_serving_needs_neither_tensorflow_nor_a_module_level_ctranslate2(tiny):
     code = (
         "import json, sys\n"
-        "import t2t_lite.bin.exporter, t2t_lite.serving.ctranslate2_export as c2\n"
+        "import t2t_lite.bin.exporter, t2t_lite.serving.ctranslate2_serving as c2s\n"
         "assert 'ctranslate2' not in sys.modules, 'imported at module level'\n"
-        "model = c2.load(sys.argv[1], intra_threads=1)\n"
-        "text = c2.translate_text(model, sys.argv[2:], beam_size=1)\n"
+        "model = c2s.load(sys.argv[1], intra_threads=1)\n"
+        "text = c2s.translate_text(model, sys.argv[2:], beam_size=1)\n"
         "assert 'tensorflow' not in sys.modules\n"
         "print(json.dumps(text))\n")
     lines = _sentences(3)
     done = subprocess.run([sys.executable, "-c", code, tiny.float32, *lines],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads(done.stdout) == c2.translate_text(_load(tiny.float32), lines, beam_size=1)
+    assert json.loads(done.stdout) == c2s.translate_text(_load(tiny.float32), lines, beam_size=1)
 
 
 def test_setup_declares_the_ctranslate2_extra_and_tests_install_it():

@@ -289,7 +289,7 @@ def export(output_dir: str, export_dir: str, checkpoint: str | None = None,
             log("tracing serving_default (around the same translate_ids)")
             signatures["serving_default"] = module.serve.get_concrete_function()
         _save(module or ids_module, tmp, signatures)
-        custom_ops = vocabs and text_ops == "tensorflow_text"
+        custom_ops = bool(vocabs) and text_ops == "tensorflow_text"
         if custom_ops:  # tensorflow_text's ops in the main SavedModel: an ids-only copy.
             _save(ids_module, os.path.join(tmp, IDS_SUBDIR),
                   {k: f for k, f in signatures.items() if k != "serving_default"})
