@@ -12,7 +12,9 @@
 # prepared split in $PARSE_WORK, default /tmp/bench-parse). Resuming: a second
 # call with the same WORK_DIR trains t2t_lite MINUTES more (the trainer resumes)
 # while supar starts afresh with the longer budget, so pass the total for it
-# with SUPAR_MINUTES.
+# with SUPAR_MINUTES. TRAINER_FLAGS adds flags to t2t_lite-trainer (for example
+# "--keep_checkpoint_max=1000 --save_checkpoints_minutes=5" keeps the checkpoint
+# of each 5 minutes, so the 30-minute one can be scored after a 60-minute run).
 set -euo pipefail
 WORK=${1:?WORK_DIR}
 MINUTES=${2:-30}
@@ -36,7 +38,7 @@ ONE="env TF_NUM_INTRAOP_THREADS=1 TF_NUM_INTEROP_THREADS=1 OMP_NUM_THREADS=1"
 TOTAL=${TOTAL_MINUTES:-$MINUTES}  # t2t_lite's training minutes so far, for the rows.
 taskset -c 0 $ONE "$PY" -m t2t_lite.bin.trainer --problem=wsj_parsing --hparams="$HPARAMS" \
   --data_dir="$DATA" --output_dir="$RUN" --train_minutes="$MINUTES" \
-  --eval_examples=273 --eval_decode_examples=273 > "$RUN.log" 2>&1 &
+  --eval_examples=273 --eval_decode_examples=273 ${TRAINER_FLAGS:-} > "$RUN.log" 2>&1 &
 TRAINER=$!
 taskset -c 1 env THREADS=1 PARSE_WORK="$PARSE_WORK" bash "$BENCH/train.sh" "$SUPAR_MINUTES" \
   "$ANCHOR" > "$ANCHOR.log" 2>&1 &
