@@ -10,9 +10,12 @@ import os
 import sys
 import types
 
+import pytest
+
 BENCHMARKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks")
 sys.path.insert(0, BENCHMARKS)
 
+import ctranslate2_multi30k  # noqa: E402
 import decode_profile  # noqa: E402
 import demo  # noqa: E402
 import export_time  # noqa: E402
@@ -145,6 +148,22 @@ def test_multi30k_rows():
     evaluated = multi30k.stage_row({**FAKE_MACHINE}, {"minutes": 60.0, "scored_on": "val"},
                                    scored, None)
     assert "system" not in evaluated and "train_tokens_per_s" in evaluated
+
+
+def test_ctranslate2_multi30k_rows(monkeypatch):
+    vocab = types.SimpleNamespace(encode=lambda text: text.split())  # One piece per word.
+    common = {"test": "test_2016_flickr", "beam_size": 4, "threads": 2, **FAKE_MACHINE}
+    outputs = ["ein Hund läuft .", "zwei Männer"]
+    row = ctranslate2_multi30k.row("CTranslate2 int8", outputs, 0.5, outputs, vocab, common,
+                                   export_mib=8.6, quantization="int8")
+    assert set(row) == {"system", "test", "beam_size", "threads", "sentences", "bleu",
+                        "signature", "decode_seconds", "sentences_per_s",
+                        "target_tokens_per_s", "export_mib", "quantization"} | MACHINE
+    assert (row["bleu"], row["sentences_per_s"], row["target_tokens_per_s"]) == (100.0, 4.0, 12.0)
+    assert row["signature"].startswith("nrefs:1|case:mixed")
+    monkeypatch.setattr(sys, "argv", ["x", "--run_dir=r", "--raw_dir=d", "--test=test_2017_mscoco"])
+    with pytest.raises(SystemExit, match="held out"):
+        ctranslate2_multi30k.main()
 
 
 def test_decode_profile_rows():
