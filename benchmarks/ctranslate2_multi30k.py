@@ -124,9 +124,9 @@ def main():
     work = args.work_dir or tempfile.mkdtemp(prefix="ct2_m30k_")
     exports = {q: export_ctranslate2(args.run_dir, os.path.join(work, q), args.checkpoint, q)
                for q in args.quantizations.split(",")}
-    first = next(iter(exports.values())).path
-    with open(os.path.join(first, METADATA_FILE), encoding="utf-8") as f:
-        target_vocab = SubwordVocab.load(os.path.join(first, json.load(f)["target_spm"]))
+    export_dir = next(iter(exports.values())).path
+    with open(os.path.join(export_dir, METADATA_FILE), encoding="utf-8") as f:
+        target_vocab = SubwordVocab.load(os.path.join(export_dir, json.load(f)["target_spm"]))
     common["checkpoint"] = os.path.basename(path)
     append_row(row("t2t_lite decoder", outputs, seconds, references, target_vocab, common,
                    first_pass_seconds=round(first, 2)), args.out)
