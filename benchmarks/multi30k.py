@@ -130,6 +130,39 @@ def run_rates(run: str, step: int) -> dict | None:
                        step)
 
 
+def training_minutes(wall: float, spans: list[tuple[float, float]]) -> float | None:
+    """Minutes of training before wall time `wall`: the trainer calls' `spans` (start, end)
+    summed up to it, so the scoring between stages does not count. None outside every span."""
+    done = 0.0
+    for start, end in spans:
+        if start <= wall <= end:
+            return round((done + wall - start) / 60.0, 2)
+        done += end - start
+    return None
+
+
+def dev_curve(events: list[tuple[float, int, float]], spans, step: int) -> list[list]:
+    """[training minutes, step, dev NLL] of the dev evaluations up to `step` (the lecture's
+    "dev loss per minute"); `events` are (wall time, step, NLL) as the trainer wrote them."""
+    return [[training_minutes(wall, spans), at, round(nll, 4)]
+            for wall, at, nll in sorted(events) if at <= step]
+
+
+def read_dev_events(run: str) -> list[tuple[float, int, float]]:
+    """(wall time, step, dev NLL) of every dev evaluation in RUN/dev's TensorBoard events."""
+    import tensorflow as tf
+
+    directory = os.path.join(run, "dev")
+    events = []
+    for name in sorted(os.listdir(directory)) if os.path.isdir(directory) else []:
+        if "tfevents" in name:
+            for event in tf.compat.v1.train.summary_iterator(os.path.join(directory, name)):
+                events += [(event.wall_time, int(event.step), float(tf.make_ndarray(v.tensor))
+                            if v.WhichOneof("value") == "tensor" else v.simple_value)
+                           for v in event.summary.value if v.tag == "nll"]
+    return events
+
+
 def stage_row(common: dict, trained: dict | None, scored: dict, rates: dict | None) -> dict:
     """One stage's row: `common` (system, fields, machine), what training measured, the scores."""
     row = {}
@@ -215,9 +248,13 @@ def main():
     common = {**({"system": args.system} if args.system else {}),
               **dict(parse_field(item) for item in args.field), **machine_fields()}
 
+    spans: list[tuple[float, float]] = []  # (start, end) of each trainer call
+
     def emit(trained, name, hparams, last):
         scored = score_checkpoint(run, name, problem, hparams, data_dir, tests,
                                   args.average, args.held_out and last)
+        if spans:
+            scored["dev_nll_by_minute"] = dev_curve(read_dev_events(run), spans, scored["step"])
         append_row(stage_row(common, trained, scored, run_rates(run, scored["step"])),
                    args.out)
 
@@ -237,6 +274,7 @@ def main():
             keep_checkpoint_max=10_000,
             eval=EvalOptions(eval_decode_examples=args.eval_decode_examples)),
             log=lambda line: None)
+        spans.append((start, time.time()))
         done = minutes
         emit(trained_fields(minutes, args, data_dir, time.time() - start, result),
              os.path.basename(result.checkpoint), hparams, i == len(budgets) - 1)

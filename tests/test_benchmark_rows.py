@@ -183,3 +183,14 @@ def test_decode_profile_rows():
     assert set(write) == {"bench", "size", "jit", "threads", "cache_write", "batches",
                           "median_seconds_per_batch", "tgt_tokens_per_s", "core"} | MACHINE
     assert write["median_seconds_per_batch"] == 0.52
+
+
+def test_multi30k_dev_curve_counts_training_minutes_only():
+    # Two trainer calls of 30 minutes with 10 minutes of scoring between them.
+    spans = [(1000.0, 2800.0), (3400.0, 5200.0)]
+    assert multi30k.training_minutes(1600.0, spans) == 10.0
+    assert multi30k.training_minutes(4000.0, spans) == 40.0  # the pause does not count
+    assert multi30k.training_minutes(3000.0, spans) is None
+    events = [(4000.0, 2000, 1.71234), (1600.0, 1000, 2.5)]
+    assert multi30k.dev_curve(events, spans, 2000) == [[10.0, 1000, 2.5], [40.0, 2000, 1.7123]]
+    assert multi30k.dev_curve(events, spans, 1500) == [[10.0, 1000, 2.5]]
