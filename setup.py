@@ -38,8 +38,12 @@ setup(
     extras_require={
         # t2t_lite-exporter --format=ctranslate2 (t2t_lite.serving.ctranslate2_export).
         "ctranslate2": ["ctranslate2>=4.5"],
-        # CI installs .[test]: ctranslate2 too, so tests/test_ctranslate2_export.py runs.
-        "test": ["pytest>=8", "pytest-xdist>=3", "hypothesis>=6", "wheel", "ctranslate2>=4.5"],
+        # The JAX backend (KERAS_BACKEND=jax; benchmarks/gpu_check.sh).
+        "jax": ["jax>=0.4.30"],
+        # CI installs .[test]: ctranslate2 and jax too, so tests/test_ctranslate2_export.py
+        # and tests/test_jax_backend.py run.
+        "test": ["pytest>=8", "pytest-xdist>=3", "hypothesis>=6", "wheel", "ctranslate2>=4.5",
+                 "jax>=0.4.30"],
     },
     entry_points={
         "console_scripts": [

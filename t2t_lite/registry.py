@@ -6,7 +6,8 @@ interface a model class provides is in `t2t_lite/model.py`'s docstring;
 `hparams.model` names the class a run builds). The packages `t2t_lite.problems`,
 `t2t_lite.hparams` and `t2t_lite.rnn` (the RNN baselines) and the modules
 `t2t_lite.model` and `t2t_lite.parsing.aligned_model` are imported on the
-first lookup, so every built-in name is known; an unknown name fails with one
+first lookup of their kind (hparams and models without TensorFlow, so the JAX
+backend can look them up), so every built-in name is known; an unknown name fails with one
 line listing the known names.
 """
 
@@ -21,7 +22,6 @@ from t2t_lite.errors import UserError
 _PROBLEMS: dict[str, type] = {}
 _HPARAMS: dict[str, Callable[[], Any]] = {}
 _MODELS: dict[str, type] = {}
-_LOADED = False
 
 
 class RegistryError(UserError, KeyError):
@@ -68,19 +68,27 @@ def _add(table: dict, name: str, value: Any, kind: str) -> None:
     table[name] = value
 
 
-def _ensure_loaded() -> None:
-    global _LOADED
-    if not _LOADED:
-        _LOADED = True
-        importlib.import_module("t2t_lite.problems")
-        importlib.import_module("t2t_lite.hparams")
-        importlib.import_module("t2t_lite.model")
-        importlib.import_module("t2t_lite.parsing.aligned_model")
-        importlib.import_module("t2t_lite.rnn")
+# What each table's lookups import: hparams and models need no TensorFlow (the JAX
+# backend looks them up without it); the problems' data pipelines do.
+_MODULES = {
+    "problem": ("t2t_lite.problems",),
+    "hparams set": ("t2t_lite.hparams",),
+    "model": ("t2t_lite.model", "t2t_lite.parsing.aligned_model", "t2t_lite.rnn"),
+}
+_LOADED_KINDS: set[str] = set()
+
+
+def _ensure_loaded(kind: str | None = None) -> None:
+    """Imports the modules registering `kind`'s names (every kind's for None)."""
+    for name in [kind] if kind else list(_MODULES):
+        if name not in _LOADED_KINDS:
+            _LOADED_KINDS.add(name)
+            for module in _MODULES[name]:
+                importlib.import_module(module)
 
 
 def _lookup(table: dict, name: str, kind: str, flag: str):
-    _ensure_loaded()
+    _ensure_loaded(kind)
     if name in table:
         return table[name]
     close = difflib.get_close_matches(name, table, n=1)

@@ -27,7 +27,6 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
-import tensorflow as tf
 
 from t2t_lite.ids import EOS_ID, PAD_ID
 
@@ -45,6 +44,8 @@ def truncate(ids: Sequence[int], max_length: int) -> list[int]:
 
 def tf_truncate(ids, max_length: int):
     """`truncate` for a batch: int32 [B, S] (0-padded) -> [B, min(S, max_length)]."""
+    import tensorflow as tf  # Only the SavedModel's graph needs these.
+
     lengths = tf_row_lengths(ids)
     cut = ids[:, :max_length]
     at_end = tf.range(tf.shape(cut)[1]) == max_length - 1
@@ -63,6 +64,8 @@ def tf_source_ids(tokens, max_length: int):
 
     Each row is its first max_length - 1 tokens, EOS, then 0s.
     """
+    import tensorflow as tf  # Only the SavedModel's graph needs these.
+
     tokens = tokens[:, :max_length - 1]
     counts = tf.cast(tokens.row_lengths(), tf.int32)
     dense = tf.pad(tokens.to_tensor(), [[0, 0], [0, 1]])
@@ -83,6 +86,8 @@ def row_lengths(rows: Sequence[Sequence[int]]) -> list[int]:
 
 def tf_row_lengths(ids):
     """`row_lengths` of an int32 [B, S] batch -> int32 [B]."""
+    import tensorflow as tf  # Only the SavedModel's graph needs these.
+
     positions = tf.range(1, tf.shape(ids)[1] + 1)
     return tf.reduce_max(tf.where(ids != PAD_ID, positions[None, :], 0), axis=1)
 
@@ -110,6 +115,8 @@ def tf_padded_length(longest, max_length: int):
     Returns:
       (index, padded): int32 scalars; `padded` is `source_buckets(max_length)[index]`.
     """
+    import tensorflow as tf  # Only the SavedModel's graph needs these.
+
     buckets = tf.constant(source_buckets(max_length), tf.int32)
     index = tf.reduce_sum(tf.cast(buckets < longest, tf.int32))
     return index, tf.gather(buckets, index)
@@ -127,6 +134,8 @@ def pad_batch(sources: Sequence[Sequence[int]]) -> np.ndarray:
 
 def tf_pad_batch(ids, length: int):
     """An int32 [B, S] batch whose rows fit in `length` -> [B, length] (static length)."""
+    import tensorflow as tf  # Only the SavedModel's graph needs these.
+
     ids = ids[:, :length]
     ids = tf.pad(ids, [[0, 0], [0, length - tf.shape(ids)[1]]])
     return tf.ensure_shape(ids, [None, length])

@@ -9,7 +9,8 @@ Shapes: B batch, S source length, K beam size, L maximum decode length.
 
 from __future__ import annotations
 
-import tensorflow as tf
+import keras
+from keras import ops
 
 from t2t_lite.decoding import beam_search, decode_policy
 from t2t_lite.ids import EOS_ID
@@ -55,12 +56,12 @@ def search(model, inputs, beam_size: int, alpha: float, max_decode_length: int,
     lengths = cache_lengths(max_decode_length)
     self_cache, cross_cache = model.init_cache(inputs, lengths[0])
     if beam_size > 1:  # Rows b * K + k, as beam_search flattens them.
-        cross_cache = tf.nest.map_structure(
-            lambda x: tf.repeat(x, beam_size, axis=0), cross_cache)
+        cross_cache = keras.tree.map_structure(
+            lambda x: ops.repeat(x, beam_size, axis=0), cross_cache)
     next_fn, self_cache, growth = cached_decoder(
         model, self_cache, cross_cache, inputs, max_decode_length, constraint)
     growth["min_decode_length"] = min_decode_length
-    batch = tf.shape(inputs)[0]
+    batch = ops.shape(inputs)[0]
     if beam_size == 1:
         ids, scores = beam_search.greedy_search(
             next_fn, self_cache, batch, max_decode_length, EOS_ID, **growth)

@@ -27,7 +27,6 @@ from __future__ import annotations
 import keras
 import numpy as np
 
-from t2t_lite.training import evaluation
 from t2t_lite.training.schedules import paper_learning_rate
 
 
@@ -145,6 +144,8 @@ class DevMetrics(keras.callbacks.Callback):
         self.scores = []  # The last epoch's t2t_lite.metrics.Score list.
 
     def on_epoch_end(self, epoch, logs=None):
+        from t2t_lite.training import evaluation  # TensorFlow's data pipeline: not at import.
+
         if self.decoder is None:
             self.examples = evaluation.first_examples(self.problem, self.count)
             self.decoder = evaluation.greedy_decoder(self.problem, self.model, self.hparams,
