@@ -110,8 +110,9 @@ def main(argv=None):
         tool("trainer", "--problem=translate_files", f"--hparams={args.hparams}",
              f"--data_dir={general_data}", f"--output_dir={general_run}",
              f"--train_minutes={args.general_minutes}", "--eval_every_steps=0")
-    general_step = int(open(os.path.join(general_run, "checkpoint")).read().split(
-        '"')[1].rsplit("-", 1)[1])
+    from t2t_lite.runs.checkpoints import checkpoint_path
+
+    general_step = int(checkpoint_path(general_run).rsplit("-", 1)[1])
     common = machine_fields()
     runs = {"from_scratch": [], "fine_tuned": [f"--init_from={general_run}"]}
     for name in runs:  # A fresh start each time (the general run is kept).

@@ -3,13 +3,14 @@
 This process (TensorFlow backend) builds a tiny Transformer, saves its weights
 as `.weights.h5` and writes what TensorFlow computes with them (teacher-forced
 logits, greedy and beam-4 search) to a reference file; then it starts
-`pytest tests/jax_backend` in a process with KERAS_BACKEND=jax, which loads the
+`pytest tests/jax_backend/jax_checks.py` in a process with KERAS_BACKEND=jax, which loads the
 same weights and must compute the same, learns `algorithmic_reverse` with
 `model.fit` and the paper's callbacks, and saves its trained weights, which
 this process loads back under TensorFlow and checks against the logits JAX wrote.
 """
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -65,11 +66,12 @@ def test_jax_backend_computes_what_tensorflow_does_and_learns(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
          "-p", "no:xdist",
-         "--confcutdir", os.path.join(ROOT, "tests", "jax_backend"), os.path.join(ROOT, "tests", "jax_backend")],
+         "--confcutdir", os.path.join(ROOT, "tests", "jax_backend"),
+         os.path.join(ROOT, "tests", "jax_backend", "jax_checks.py")],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
     print(done.stdout[-6000:], done.stderr[-3000:])
     assert done.returncode == 0, done.stdout[-3000:]
-    assert " passed" in done.stdout and "skipped" not in done.stdout
+    assert "4 passed" in done.stdout and "skipped" not in done.stdout
     # Weights trained under JAX load under TensorFlow and give JAX's logits.
     trained = np.load(os.path.join(tmp_path, "jax_trained.npz"))
     hparams = registry.hparams(HPARAMS)
@@ -77,3 +79,24 @@ def test_jax_backend_computes_what_tensorflow_does_and_learns(tmp_path):
     model.load_weights(os.path.join(tmp_path, "jax_trained.weights.h5"))
     logits = model({"inputs": trained["inputs"], "targets": trained["targets"]}, training=False)
     np.testing.assert_allclose(np.asarray(logits), trained["logits"], rtol=1e-5, atol=1e-5)
+
+
+def test_jax_speed_script_runs_end_to_end_on_cpu(tmp_path):
+    """benchmarks/gpu_check.sh's measurement, tiny shapes on JAX's CPU: every row, sane fields."""
+    out = tmp_path / "rows.jsonl"
+    env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu"}
+    done = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "benchmarks", "jax_speed.py"), "--quick",
+         "--sizes=tiny", f"--out={out}"], cwd=ROOT, env=env, capture_output=True, text=True,
+        timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["hparams"], r["measure"]) for r in rows] == [("tiny", "train_step"),
+                                                            ("tiny", "beam4_decode")]
+    train, decode = rows
+    assert train["platform"] == "cpu" and train["compute_dtype"] == "bfloat16"
+    assert train["peak_tflops"] > 0 and 0 < train["mfu"] < 1 and np.isfinite(train["loss"])
+    assert train["tgt_tokens_per_s"] > 0 and train["batch"] * train["length"] == 64
+    # EOS held back: every hypothesis runs to source length + 50.
+    assert decode["max_decode_length"] == 66
+    assert decode["generated_tokens"] == decode["batch"] * 66 and decode["tokens_per_s"] > 0

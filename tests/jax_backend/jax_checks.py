@@ -1,6 +1,16 @@
 """Under KERAS_BACKEND=jax: the TensorFlow side's weights give its logits and searches,
 equation 3 drives `fit`, and a tiny Transformer learns algorithmic_reverse with
-`model.fit` on NumPy arrays, decoded under `jax.jit` (see conftest.py)."""
+`model.fit` on NumPy arrays, decoded under `jax.jit`.
+
+Keras chooses its backend once, at import, so these run in their own pytest
+process, and the file's name keeps the TensorFlow run from collecting it:
+`tests/test_jax_backend.py` (collected by the normal run, so CI runs this)
+writes the TensorFlow side's reference into $T2T_JAX_REFERENCE and starts
+pytest on this file with KERAS_BACKEND=jax. By hand:
+
+    KERAS_BACKEND=jax T2T_JAX_REFERENCE=DIR .venv/bin/python -m pytest \
+        --confcutdir=tests/jax_backend tests/jax_backend/jax_checks.py
+"""
 
 import os
 import sys
@@ -15,6 +25,15 @@ from t2t_lite.decoding import search
 from t2t_lite.training.callbacks import CheckpointAveraging, TransformerLearningRate
 from t2t_lite.training.losses import LabelSmoothedCrossEntropy
 from t2t_lite.training.schedules import paper_learning_rate
+
+
+@pytest.fixture(scope="module")
+def reference_dir():
+    path = os.environ.get("T2T_JAX_REFERENCE")
+    if not path or not os.path.exists(os.path.join(path, "reference.npz")):
+        pytest.fail("T2T_JAX_REFERENCE must name the TensorFlow side's reference directory "
+                    "(tests/test_jax_backend.py writes it)")
+    return path
 
 
 @pytest.fixture(scope="module")
