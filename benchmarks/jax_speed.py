@@ -46,7 +46,12 @@ def device_fields() -> dict:
     import keras
 
     devices = jax.devices()
-    return {"platform": devices[0].platform, "device": devices[0].device_kind,
+    cpu = "unknown"
+    if os.path.exists("/proc/cpuinfo"):
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f
+                        if line.startswith("model name")), cpu)
+    return {"cpu": cpu, "cores": os.cpu_count(), "platform": devices[0].platform, "device": devices[0].device_kind,
             "devices": len(devices), "jax": jax.__version__, "keras": keras.__version__,
             "python": platform.python_version(), "host": platform.node()}
 
