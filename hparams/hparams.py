@@ -71,6 +71,7 @@ class HParams:
     # --- Parsing levers of `aligned_transformer` (t2t_lite.parsing.aligned_model) ---
     word_class_features: bool = _shaping(False)  # Encoder input + an embedding of the word's class.
     tagging_loss: float = _shaping(0.0)  # Weight of the encoder's auxiliary POS-tagging loss.
+    word_dropout: float = _shaping(0.0)  # Training: a source word becomes its class piece.
     # --- The RNN baselines (t2t_lite.rnn: rnn_seq2seq, bahdanau, luong; hparams/rnn.py) ---
     # d_model is their state size, num_layers the depth of the encoder and of the decoder RNN.
     rnn_cell: str = _shaping("lstm")  # "lstm" or "gru".
@@ -128,9 +129,11 @@ class HParams:
             _check(getattr(self, name) >= 1, f"{name} must be >= 1")
         _check(self.extra_length >= 0, "extra_length must be >= 0")
         _check(self.tagging_loss >= 0.0, f"tagging_loss must be >= 0, got {self.tagging_loss}")
+        _check(0.0 <= self.word_dropout < 1.0,
+               f"word_dropout must be in [0, 1), got {self.word_dropout}")
         _check(self.model == "aligned_transformer"
-               or not (self.word_class_features or self.tagging_loss),
-               "word_class_features and tagging_loss need model=aligned_transformer "
+               or not (self.word_class_features or self.tagging_loss or self.word_dropout),
+               "word_class_features, tagging_loss and word_dropout need model=aligned_transformer "
                f"(got model={self.model}); use a parsing_*aligned hparams set")
         _check(self.rnn_cell in RNN_CELLS,
                f"rnn_cell must be one of {', '.join(RNN_CELLS)}, not {self.rnn_cell!r}")

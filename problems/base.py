@@ -114,6 +114,11 @@ class Problem(abc.ABC):
         default): the source is not word-level."""
         return None
 
+    def source_unknown_ids(self) -> list[int] | None:
+        """What a model's word dropout (`word_dropout`) turns each source id into;
+        None (the default): the source is not word-level."""
+        return None
+
     # --- Raw data (t2t_lite-datagen) ---
     def corpora(self, raw_dir: str | None, options) -> dict[str, Corpus | None]:
         """split -> `Corpus`, or None for a split the raw data lacks (`needs_datagen`

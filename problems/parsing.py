@@ -284,6 +284,16 @@ class WsjParsing(Text2TextProblem):
             return None
         return class_indices([source.id_to_piece(i) for i in range(source.vocab_size)])
 
+    def source_unknown_ids(self) -> list[int] | None:
+        """What word dropout turns each source id into (`word_classes.unknown_ids`);
+        None for a BPE source."""
+        from t2t_lite.data.word_classes import unknown_ids
+
+        source = self.source_vocab
+        if source.model_type != "word":
+            return None
+        return unknown_ids([source.id_to_piece(i) for i in range(source.vocab_size)])
+
     def decode_constraint(self, tag_dictionary: bool = True):
         """The tree constraint over this data_dir's vocabularies (built once).
 

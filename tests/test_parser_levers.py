@@ -1,4 +1,5 @@
-"""The aligned parser's levers (issue 23): word-class features and the auxiliary tagging loss."""
+"""The aligned parser's levers (issue 23): word-class features, word dropout and the
+auxiliary tagging loss."""
 
 import keras
 import numpy as np
@@ -29,6 +30,9 @@ class _Problem:
 
     def source_word_classes(self):
         return word_classes.class_indices(SOURCE) if self.classes else None
+
+    def source_unknown_ids(self):
+        return word_classes.unknown_ids(SOURCE) if self.classes else None
 
 
 def _model(tiny_hparams, overrides, seed=0):
@@ -63,6 +67,53 @@ def test_hparams_refuse_the_levers_on_the_plain_transformer(tiny_hparams):
         tiny_hparams.override("tagging_loss=0.5")
     with pytest.raises(HParamsError, match=">= 0"):
         tiny_hparams.override("model=aligned_transformer,tagging_loss=-1.0")
+    with pytest.raises(HParamsError, match="aligned_transformer"):
+        tiny_hparams.override("word_dropout=0.1")
+    with pytest.raises(HParamsError, match=r"word_dropout must be in \[0, 1\)"):
+        tiny_hparams.override("model=aligned_transformer,word_dropout=1.0")
+
+
+def test_unknown_ids_send_words_to_their_class_piece():
+    # the: <unk:low> is not in SOURCE; Corp.: <unk:Cap> (8); 1987: <unk:num> (7);
+    # walking and runs: their classes are not in SOURCE; control and class pieces: themselves.
+    assert word_classes.unknown_ids(SOURCE) == [0, 1, 2, 3, 8, 7, 6, 7, 8, 9]
+
+
+def test_word_dropout_replaces_words_only_while_training(tiny_hparams):
+    model = _model(tiny_hparams, "word_dropout=0.5")
+    np.testing.assert_array_equal(np.array(model.word_unknown_ids),
+                                  word_classes.unknown_ids(SOURCE))
+    rng = np.random.default_rng(0)
+    inputs = rng.integers(0, len(SOURCE), size=(64, 50)).astype(np.int32)
+    dropped = np.array(model.drop_words(inputs))
+    unknown = np.array(word_classes.unknown_ids(SOURCE))[inputs]
+    changed = dropped != inputs
+    np.testing.assert_array_equal(dropped[changed], unknown[changed])  # Only to the class piece.
+    can_change = unknown != inputs  # Corp. and 1987 (ids 4 and 5).
+    assert not changed[~can_change].any()
+    assert 0.4 < changed[can_change].mean() < 0.6  # Probability 0.5.
+    assert (np.array(model.drop_words(inputs)) != dropped).any()  # A new draw each call.
+    # Not while decoding: the encoder input is the plain word's.
+    plain = type(model).__mro__[1]._encoder_input(model, inputs, False)
+    np.testing.assert_array_equal(np.array(model._encoder_input(inputs, False)),
+                                  np.array(plain))
+    # While training, each position embeds the word or its class piece (other dropout off).
+    model.source_dropout.rate = 0.0
+    embedded = np.array(model._encoder_input(inputs, True))
+    as_unknown = np.array(type(model).__mro__[1]._encoder_input(model, unknown, False))
+    is_word = np.isclose(embedded, np.array(plain), atol=1e-6).all(-1)
+    is_unknown = np.isclose(embedded, as_unknown, atol=1e-6).all(-1)
+    assert (is_word | is_unknown).all()
+    assert 0.4 < (is_unknown & ~is_word)[can_change].mean() < 0.6
+
+
+def test_word_dropout_needs_a_word_level_source(tiny_hparams):
+    keras.utils.set_random_seed(0)
+    hparams = tiny_hparams.override("model=aligned_transformer,word_dropout=0.2,"
+                                    "shared_embedding=false")
+    model = weights.build_model(hparams, len(SOURCE), len(TARGET))
+    with pytest.raises(ValueError, match="word-level source"):
+        model.adapt(_Problem(classes=False))
 
 
 def test_word_class_features_add_the_class_embedding_and_cache_equals_full(tiny_hparams):
@@ -118,10 +169,12 @@ def test_tagging_loss_is_the_weighted_cross_entropy_of_each_words_tag(tiny_hpara
     np.testing.assert_allclose(float(auxiliary), 0.5 * want, rtol=1e-5)
 
 
-def test_the_train_step_trains_the_tagger(tiny_hparams, one_device):
+@pytest.mark.parametrize("levers", ["tagging_loss=1.0",
+                                    "tagging_loss=1.0,word_dropout=0.3,word_class_features=true"])
+def test_the_train_step_trains_the_tagger(tiny_hparams, one_device, levers):
     """The tagger is used only by the auxiliary loss: it moves only if the step adds it."""
     with one_device.scope():
-        model = _model(tiny_hparams, "tagging_loss=1.0")
+        model = _model(tiny_hparams, levers)
         optimizer = keras.optimizers.Adam(1e-2)
         optimizer.build(model.trainable_variables)
     runner = StepRunner(model, optimizer, one_device, label_smoothing=0.1)

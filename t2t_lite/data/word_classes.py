@@ -68,3 +68,14 @@ def class_indices(pieces) -> list[int]:
         else:
             classes.append(0)
     return classes
+
+
+def unknown_ids(pieces) -> list[int]:
+    """For each piece of a word-level vocabulary, the id a model's word dropout
+    (`word_dropout`) turns it into: a word piece becomes the id of its class
+    piece, as if the word were unknown; control pieces, class pieces, and words
+    whose class piece the vocabulary lacks stay themselves."""
+    pieces = list(pieces)
+    ids = {piece: i for i, piece in enumerate(pieces)}
+    classes = class_indices(pieces)
+    return [ids.get(CLASS_PIECES[c - 1], i) if c else i for i, c in enumerate(classes)]

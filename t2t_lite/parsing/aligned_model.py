@@ -29,6 +29,13 @@ Two levers for a small treebank (issue 23), off by default:
   unknown words share what their spelling says. The class of every source id is
   the non-trainable float32 weight `word_classes` [V_src], filled by `adapt`
   from `problem.source_word_classes()`.
+- `word_dropout` (hparams): while training, each source word becomes the
+  piece of its class (`t2t_lite.data.word_classes.unknown_ids`) with this
+  probability, so the words a small treebank has seen are also learned as if
+  unknown (word dropout; Kiperwasser and Goldberg 2016 replace rare words
+  with unknown-word entries). The non-trainable float32 weight
+  `word_unknown_ids` [V_src], filled by `adapt` from
+  `problem.source_unknown_ids()`, holds the replacement of every id.
 - `tagging_loss` (hparams): an auxiliary POS-tagging loss on the encoder (a
   softmax over the target vocabulary at each word, whose label is the word's
   slot in the target), weighted and added to the summed token loss by the
@@ -69,11 +76,18 @@ class AlignedTransformer(Transformer):
     embedding too); the model interface of `t2t_lite/model.py`, with `adapt`.
     """
 
-    def __init__(self, *args, word_class_features=False, tagging_loss=0.0, **kwargs):
+    def __init__(self, *args, word_class_features=False, tagging_loss=0.0, word_dropout=0.0,
+                 **kwargs):
         super().__init__(*args, **kwargs)
         self.word_class_features = bool(word_class_features)
         self.auxiliary_loss = float(tagging_loss)
+        self.word_dropout = float(word_dropout)
         d_model, dtype = self.layer_config.d_model, self.dtype_policy
+        if self.word_dropout:
+            self.word_unknown_ids = self.add_weight(
+                shape=(self.source_vocab_size,), initializer="zeros", dtype="float32",
+                trainable=False, autocast=False, name="word_unknown_ids")
+            self.word_dropout_seed = keras.random.SeedGenerator(name="word_dropout_seed")
         if self.word_class_features:
             self.word_classes = self.add_weight(
                 shape=(self.source_vocab_size,), initializer="zeros", dtype="float32",
@@ -93,7 +107,7 @@ class AlignedTransformer(Transformer):
     @classmethod
     def hparams_kwargs(cls, hparams) -> dict:
         return {"word_class_features": hparams.word_class_features,
-                "tagging_loss": hparams.tagging_loss}
+                "tagging_loss": hparams.tagging_loss, "word_dropout": hparams.word_dropout}
 
     def build_weights(self):
         """Creates every weight, the tagger's too, with a one-token batch."""
@@ -103,19 +117,25 @@ class AlignedTransformer(Transformer):
     def get_config(self):
         config = super().get_config()
         config.update(word_class_features=self.word_class_features,
-                      tagging_loss=self.auxiliary_loss)
+                      tagging_loss=self.auxiliary_loss, word_dropout=self.word_dropout)
         return config
 
     def adapt(self, problem):
-        """Fills `word_slots` from `problem.word_slot_ids()` (None: no slot, zeros)
-        and, with word_class_features, `word_classes` from
-        `problem.source_word_classes()`.
+        """Fills `word_slots` from `problem.word_slot_ids()` (None: no slot, zeros),
+        with word_class_features `word_classes` from `problem.source_word_classes()`,
+        and with word_dropout `word_unknown_ids` from `problem.source_unknown_ids()`.
 
         Raises:
           ValueError: an id outside the target vocabulary, or no word classes.
         """
         if self.word_class_features:
             self._adapt_word_classes(problem)
+        if self.word_dropout:
+            unknown = problem.source_unknown_ids()
+            if unknown is None or len(unknown) != self.source_vocab_size:
+                raise ValueError(f"word_dropout needs a word-level source vocabulary "
+                                 f"({problem.name} has none); drop word_dropout")
+            self.word_unknown_ids.assign(np.asarray(unknown, np.float32))
         slots = np.zeros(self.target_vocab_size, np.float32)
         ids = problem.word_slot_ids()
         if ids is not None:
@@ -134,13 +154,24 @@ class AlignedTransformer(Transformer):
         self.word_classes.assign(np.asarray(classes, np.float32))
 
     def _encoder_input(self, inputs, training):
-        """Word embedding + PE (+ the word's class embedding), then dropout."""
+        """Word embedding + PE (+ the word's class embedding), then dropout; while
+        training, word dropout first."""
+        if training and self.word_dropout:
+            inputs = self.drop_words(inputs)
         extra = None
         if self.word_class_features:
             classes = ops.take(self.word_classes, ops.cast(inputs, "int32"), axis=0)
             extra = self.class_embedding(ops.cast(classes, "int32"))
         return self._embed(inputs, self.source_embedding, self.source_dropout, training,
                            extra=extra)
+
+    def drop_words(self, inputs):
+        """inputs int [B, S] -> int32 [B, S], each id replaced by its
+        `word_unknown_ids` entry with probability `word_dropout`."""
+        ids = ops.cast(inputs, "int32")
+        unknown = ops.cast(ops.take(self.word_unknown_ids, ids, axis=0), "int32")
+        drop = keras.random.uniform(ops.shape(ids), seed=self.word_dropout_seed)
+        return ops.where(drop < self.word_dropout, unknown, ids)
 
     def call(self, features, training=None, return_attention_scores=False,
              return_auxiliary_loss=False):
