@@ -2,15 +2,32 @@
 # Decoding throughput of t2t_lite next to the peers, in one run on one machine.
 # Needs the peers' venv from ../shared/bench/setup.sh (TORCH_PY, default /tmp/bench-torch).
 # Writes benchmarks/results/decode_side_by_side.jsonl.
+#
+#   benchmarks/decode_side_by_side.sh [--isa=native|avx2]
+#
+# --isa=avx2 holds oneDNN (TensorFlow, torch) and MKL (torch) to AVX2 on any
+# machine (benchmarks/isa.py), and writes ..._avx2.jsonl; every row gets the
+# switch, the ISA oneDNN reported and the CPU model.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+ISA=native
+for arg in "$@"; do
+  case $arg in
+    --isa=*) ISA=${arg#--isa=} ;;
+    *) echo "usage: $0 [--isa=native|avx2]" >&2; exit 2 ;;
+  esac
+done
+ISA_ENV=$(.venv/bin/python benchmarks/isa.py env --isa="$ISA")
+eval "$ISA_ENV"
+SUFFIX=$([ "$ISA" = native ] && echo "" || echo "_$ISA")
 TORCH_PY=${TORCH_PY:-/tmp/bench-torch/bin/python}
-OUT=benchmarks/results/decode_side_by_side.jsonl
+OUT=benchmarks/results/decode_side_by_side$SUFFIX.jsonl
 export TF_CPP_MIN_LOG_LEVEL=2 BENCH_THREADS=2
 : > "$OUT"
 "$TORCH_PY" ../shared/bench/decode_peers.py --size all --no-int8 >> "$OUT"
 .venv/bin/python benchmarks/decode_speed.py --size all --jit >> "$OUT"
 .venv/bin/python benchmarks/decode_speed.py --size all >> "$OUT"
+.venv/bin/python benchmarks/isa.py stamp "$OUT" --isa="$ISA"
 .venv/bin/python - "$OUT" <<'PY'
 import json, sys
 for line in open(sys.argv[1]):

@@ -5,12 +5,28 @@
 # benchmarks/results/train_side_by_side.jsonl and prints a table whose MFU divides
 # every system by the same count (../shared/bench/_common.py) and the same peak:
 # the best TensorFlow or torch float32 matmul measured in this run.
+#
+#   benchmarks/train_side_by_side.sh [--isa=native|avx2]
+#
+# --isa=avx2 holds oneDNN (TensorFlow, torch) and MKL (torch) to AVX2 on any
+# machine (benchmarks/isa.py), and writes ..._avx2.jsonl; every row gets the
+# switch, the ISA oneDNN reported and the CPU model.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+ISA=native
+for arg in "$@"; do
+  case $arg in
+    --isa=*) ISA=${arg#--isa=} ;;
+    *) echo "usage: $0 [--isa=native|avx2]" >&2; exit 2 ;;
+  esac
+done
+ISA_ENV=$(.venv/bin/python benchmarks/isa.py env --isa="$ISA")
+eval "$ISA_ENV"
+SUFFIX=$([ "$ISA" = native ] && echo "" || echo "_$ISA")
 TORCH_PY=${TORCH_PY:-/tmp/bench-torch/bin/python}
 KERASHUB_PY=${KERASHUB_PY:-/tmp/bench-tf/bin/python}
 SIZES=${SIZES:-"bench base"}
-OUT=benchmarks/results/train_side_by_side.jsonl
+OUT=benchmarks/results/train_side_by_side$SUFFIX.jsonl
 export TF_CPP_MIN_LOG_LEVEL=2 BENCH_THREADS=2
 : > "$OUT"
 "$TORCH_PY" ../shared/bench/peak.py --framework torch >> "$OUT"
@@ -21,6 +37,7 @@ for size in $SIZES; do
   .venv/bin/python benchmarks/train_speed.py --size "$size" --jit off >> "$OUT"
   .venv/bin/python benchmarks/train_speed.py --size "$size" --jit on >> "$OUT"
 done
+.venv/bin/python benchmarks/isa.py stamp "$OUT" --isa="$ISA"
 .venv/bin/python - "$OUT" <<'PY'
 import json, sys
 rows = [json.loads(line) for line in open(sys.argv[1])]
