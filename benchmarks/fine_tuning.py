@@ -3,7 +3,8 @@
     python benchmarks/fine_tuning.py --work_dir=W [--general_minutes=10] [--minutes=10]
 
 1. Datagen: a general EN-DE corpus (`translate_files` over the OpenNMT toy corpus, WMT news
-   text, Moses-tokenized: `--general_raw`) trains the shared SentencePiece vocabulary; Multi30k
+   text, Moses-tokenized: `--general_raw`; written back as raw text by `detokenize.py`, as
+   Multi30k and its references are, unless `--keep_tokenized`) trains the shared SentencePiece vocabulary; Multi30k
    (`--multi30k_raw`) is then generated with that same vocabulary file (copied into its data
    dir, which datagen reuses).
 2. A general run of `--hparams` trains on the general corpus for `--general_minutes` (all cores;
@@ -31,6 +32,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from detokenize import moses_detokenize  # noqa: E402
 from machine import append_row, machine_fields  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -45,6 +47,8 @@ def parse_args(argv=None):
     parser.add_argument("--work_dir", required=True)
     parser.add_argument("--general_raw", default=os.path.join(SHARED, "opennmt_toy_ende"))
     parser.add_argument("--multi30k_raw", default=os.path.join(SHARED, "multi30k"))
+    parser.add_argument("--keep_tokenized", action="store_true",
+                        help="train the general run on the Moses-tokenized text as it is")
     parser.add_argument("--hparams", default="multi30k")
     parser.add_argument("--vocab_size", type=int, default=8000)
     parser.add_argument("--general_minutes", type=float, default=10.0)
@@ -61,6 +65,20 @@ def tool(name: str, *args: str, env=None) -> None:
                    stdout=subprocess.DEVNULL)
 
 
+def copy_general(source: str, target: str, keep_tokenized: bool) -> None:
+    """The general corpus file, detokenized unless `keep_tokenized` (then a link)."""
+    if os.path.exists(target):
+        return
+    if keep_tokenized:
+        os.symlink(source, target)
+        return
+    with open(source, encoding="utf-8") as f:
+        lines = [moses_detokenize(line) + "\n" for line in f]
+    with open(target + ".tmp", "w", encoding="utf-8") as f:
+        f.writelines(lines)
+    os.replace(target + ".tmp", target)
+
+
 def datagen(args) -> tuple[str, str]:
     """The general and the Multi30k data dirs, sharing one vocabulary file."""
     raw, general, m30k = (os.path.join(args.work_dir, n) for n in ("raw", "general", "m30k"))
@@ -68,9 +86,8 @@ def datagen(args) -> tuple[str, str]:
         os.makedirs(raw, exist_ok=True)
         for side, prefix in (("en", "src"), ("de", "tgt")):
             for split, name in (("train", "train"), ("dev", "val")):
-                link = os.path.join(raw, f"{split}.{side}")
-                if not os.path.exists(link):
-                    os.symlink(os.path.join(args.general_raw, f"{prefix}-{name}.txt"), link)
+                copy_general(os.path.join(args.general_raw, f"{prefix}-{name}.txt"),
+                             os.path.join(raw, f"{split}.{side}"), args.keep_tokenized)
         tool("datagen", "--problem=translate_files", f"--data_dir={general}", f"--raw_dir={raw}",
              f"--vocab_size={args.vocab_size}")
         os.makedirs(m30k, exist_ok=True)
@@ -135,7 +152,8 @@ def main(argv=None):
         reader.join()
     for name in started:
         append_row({"benchmark": "fine_tuning", "run": name, "hparams": args.hparams,
-                    "general_minutes": args.general_minutes, "general_step": general_step, "minutes": args.minutes,
+                    "general_minutes": args.general_minutes, "general_step": general_step,
+                    "general_detokenized": not args.keep_tokenized, "minutes": args.minutes,
                     "vocab_size": args.vocab_size, "dev_decode_examples":
                     args.eval_decode_examples, "evals": results[name], **common},
                    args.out)
