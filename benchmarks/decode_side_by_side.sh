@@ -10,16 +10,7 @@
 # switch, the ISA oneDNN reported and the CPU model.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ISA=native
-for arg in "$@"; do
-  case $arg in
-    --isa=*) ISA=${arg#--isa=} ;;
-    *) echo "usage: $0 [--isa=native|avx2]" >&2; exit 2 ;;
-  esac
-done
-ISA_ENV=$(.venv/bin/python benchmarks/isa.py env --isa="$ISA")
-eval "$ISA_ENV"
-SUFFIX=$([ "$ISA" = native ] && echo "" || echo "_$ISA")
+source benchmarks/isa_args.sh
 TORCH_PY=${TORCH_PY:-/tmp/bench-torch/bin/python}
 OUT=benchmarks/results/decode_side_by_side$SUFFIX.jsonl
 export TF_CPP_MIN_LOG_LEVEL=2 BENCH_THREADS=2
