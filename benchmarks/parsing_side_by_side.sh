@@ -15,6 +15,8 @@
 # with SUPAR_MINUTES. TRAINER_FLAGS adds flags to t2t_lite-trainer (for example
 # "--keep_checkpoint_max=1000 --save_checkpoints_minutes=5" keeps the checkpoint
 # of each 5 minutes, so the 30-minute one can be scored after a 60-minute run).
+# OVERRIDES passes --hparams_overrides (for example "word_dropout=0.1") and is
+# recorded in t2t_lite's rows.
 set -euo pipefail
 WORK=${1:?WORK_DIR}
 MINUTES=${2:-30}
@@ -38,7 +40,8 @@ ONE="env TF_NUM_INTRAOP_THREADS=1 TF_NUM_INTEROP_THREADS=1 OMP_NUM_THREADS=1"
 TOTAL=${TOTAL_MINUTES:-$MINUTES}  # t2t_lite's training minutes so far, for the rows.
 taskset -c 0 $ONE "$PY" -m t2t_lite.bin.trainer --problem=wsj_parsing --hparams="$HPARAMS" \
   --data_dir="$DATA" --output_dir="$RUN" --train_minutes="$MINUTES" \
-  --eval_examples=273 --eval_decode_examples=273 ${TRAINER_FLAGS:-} > "$RUN.log" 2>&1 &
+  --eval_examples=273 --eval_decode_examples=273 ${OVERRIDES:+--hparams_overrides="$OVERRIDES"} \
+  ${TRAINER_FLAGS:-} > "$RUN.log" 2>&1 &
 TRAINER=$!
 taskset -c 1 env THREADS=1 PARSE_WORK="$PARSE_WORK" bash "$BENCH/train.sh" "$SUPAR_MINUTES" \
   "$ANCHOR" > "$ANCHOR.log" 2>&1 &
@@ -51,7 +54,7 @@ CKPT=$(basename "$(sed -n 's/^model_checkpoint_path: "\(.*\)"/\1/p' "$RUN/checkp
 score() {  # core checkpoint
   taskset -c "$1" $ONE "$PY" benchmarks/parsing.py --output_dir="$RUN" \
     --checkpoints="$2" --modes=constrained --system=t2t_lite \
-    --field hparams="$HPARAMS" --field minutes="$TOTAL" --field cores=1 --field threads=1 \
+    --field hparams="$HPARAMS" --field overrides="\"${OVERRIDES:-}\"" --field minutes="$TOTAL" --field cores=1 --field threads=1 \
     --field selected="\"$2\"" > "$WORK/score_$2.jsonl"
 }
 score 0 "$CKPT" & score 1 best & wait
