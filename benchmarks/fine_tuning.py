@@ -12,7 +12,8 @@
 3. Two Multi30k runs train side by side for `--minutes`, each pinned to one core with one
    intra-op thread: `from_scratch`, and `fine_tuned` (`--init_from=GENERAL_RUN`: its weights,
    a fresh optimizer, step counter and schedule). Both evaluate on Multi30k's dev split (val)
-   every `--eval_every_steps` steps: dev NLL and sacreBLEU of greedy decodes of the first
+   every `--eval_every_steps` steps (`--fine_tune_overrides` changes the fine-tuned run's
+   hparams only, e.g. a lower learning rate): dev NLL and sacreBLEU of greedy decodes of the first
    `--eval_decode_examples` dev sentences, as the trainer logs them.
 
 Each Multi30k run appends one JSON row to `--out` (and prints it): its evaluations as
@@ -53,6 +54,9 @@ def parse_args(argv=None):
     parser.add_argument("--vocab_size", type=int, default=8000)
     parser.add_argument("--general_minutes", type=float, default=10.0)
     parser.add_argument("--minutes", type=float, default=10.0)
+    parser.add_argument("--fine_tune_overrides", default="",
+                        help="--hparams_overrides for the fine-tuned run only, e.g. "
+                             "learning_rate_scale=0.5,warmup_steps=100 (recorded in its row)")
     parser.add_argument("--eval_every_steps", type=int, default=200)
     parser.add_argument("--eval_decode_examples", type=int, default=200)
     parser.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results",
@@ -131,7 +135,9 @@ def main(argv=None):
 
     general_step = int(checkpoint_path(general_run).rsplit("-", 1)[1])
     common = machine_fields()
-    runs = {"from_scratch": [], "fine_tuned": [f"--init_from={general_run}"]}
+    tuned = [f"--init_from={general_run}"] + (
+        [f"--hparams_overrides={args.fine_tune_overrides}"] if args.fine_tune_overrides else [])
+    runs = {"from_scratch": [], "fine_tuned": tuned}
     for name in runs:  # A fresh start each time (the general run is kept).
         shutil.rmtree(os.path.join(args.work_dir, "runs", name), ignore_errors=True)
     started = {}
@@ -154,6 +160,7 @@ def main(argv=None):
         append_row({"benchmark": "fine_tuning", "run": name, "hparams": args.hparams,
                     "general_minutes": args.general_minutes, "general_step": general_step,
                     "general_detokenized": not args.keep_tokenized, "minutes": args.minutes,
+                    "overrides": args.fine_tune_overrides if name == "fine_tuned" else "",
                     "vocab_size": args.vocab_size, "dev_decode_examples":
                     args.eval_decode_examples, "evals": results[name], **common},
                    args.out)
