@@ -123,6 +123,20 @@ def evaluations(process: subprocess.Popen, start: float) -> list[list[float]]:
     return rows
 
 
+def multi30k_commands(args, general_run: str, m30k: str) -> dict[str, list[str]]:
+    """The two Multi30k trainer commands, by run name; `--fine_tune_overrides` goes to the
+    fine-tuned run only."""
+    tuned = [f"--init_from={general_run}"] + (
+        [f"--hparams_overrides={args.fine_tune_overrides}"] if args.fine_tune_overrides else [])
+    return {name: [os.path.join(BIN, "t2t_lite-trainer"), "--problem=multi30k_ende",
+                   f"--hparams={args.hparams}", f"--data_dir={m30k}",
+                   f"--output_dir={os.path.join(args.work_dir, 'runs', name)}",
+                   f"--train_minutes={args.minutes}", "--log_every_steps=100000",
+                   f"--eval_every_steps={args.eval_every_steps}",
+                   f"--eval_decode_examples={args.eval_decode_examples}", *extra]
+            for name, extra in (("from_scratch", []), ("fine_tuned", tuned))}
+
+
 def main(argv=None):
     args = parse_args(argv)
     general_data, m30k = datagen(args)
@@ -135,19 +149,11 @@ def main(argv=None):
 
     general_step = int(checkpoint_path(general_run).rsplit("-", 1)[1])
     common = machine_fields()
-    tuned = [f"--init_from={general_run}"] + (
-        [f"--hparams_overrides={args.fine_tune_overrides}"] if args.fine_tune_overrides else [])
-    runs = {"from_scratch": [], "fine_tuned": tuned}
+    runs = multi30k_commands(args, general_run, m30k)
     for name in runs:  # A fresh start each time (the general run is kept).
         shutil.rmtree(os.path.join(args.work_dir, "runs", name), ignore_errors=True)
     started = {}
-    for core, (name, extra) in enumerate(runs.items()):
-        command = [os.path.join(BIN, "t2t_lite-trainer"), "--problem=multi30k_ende",
-                   f"--hparams={args.hparams}", f"--data_dir={m30k}",
-                   f"--output_dir={os.path.join(args.work_dir, 'runs', name)}",
-                   f"--train_minutes={args.minutes}", "--log_every_steps=100000",
-                   f"--eval_every_steps={args.eval_every_steps}",
-                   f"--eval_decode_examples={args.eval_decode_examples}", *extra]
+    for core, (name, command) in enumerate(runs.items()):
         started[name] = train_logged(command, core % (os.cpu_count() or 1))
     results = {}  # Each trainer's lines read as they come, so their times are right.
     readers = [threading.Thread(target=lambda n=name, p=pair: results.setdefault(
