@@ -28,29 +28,3 @@ def test_raw_text_is_left_as_it_is():
     raw = "Zwei junge weiße Männer sind im Freien in der Nähe vieler Büsche."
     assert moses_detokenize(raw) == raw
     assert moses_detokenize("") == ""
-
-
-def test_the_fine_tuning_benchmark_writes_the_general_corpus_detokenized(tmp_path):
-    import fine_tuning
-
-    source = tmp_path / "tgt-train.txt"
-    source.write_text("Er sagte : &quot; Ja &quot; .\nDas ist gut .\n", encoding="utf-8")
-    fine_tuning.copy_general(str(source), str(tmp_path / "train.de"), keep_tokenized=False)
-    assert (tmp_path / "train.de").read_text(encoding="utf-8") == 'Er sagte: "Ja".\nDas ist gut.\n'
-    fine_tuning.copy_general(str(source), str(tmp_path / "kept.de"), keep_tokenized=True)
-    assert (tmp_path / "kept.de").read_text(encoding="utf-8") == source.read_text(encoding="utf-8")
-    assert fine_tuning.parse_args(["--work_dir=w"]).keep_tokenized is False
-
-
-def test_fine_tune_overrides_reach_the_fine_tuned_run_only():
-    import fine_tuning
-
-    plain = fine_tuning.multi30k_commands(fine_tuning.parse_args(["--work_dir=w"]), "g", "m")
-    assert not any(a.startswith("--hparams_overrides") for argv in plain.values() for a in argv)
-    assert "--init_from=g" in plain["fine_tuned"] and "--init_from=g" not in plain["from_scratch"]
-    args = fine_tuning.parse_args(["--work_dir=w", "--fine_tune_overrides=learning_rate_scale=0.5"])
-    commands = fine_tuning.multi30k_commands(args, "g", "m")
-    assert "--hparams_overrides=learning_rate_scale=0.5" in commands["fine_tuned"]
-    assert not any(a.startswith("--hparams_overrides") for a in commands["from_scratch"])
-    assert [a for a in commands["fine_tuned"] if not a.startswith(("--init_from", "--hparams_o"))] \
-        == [a.replace("from_scratch", "fine_tuned") for a in commands["from_scratch"]]
