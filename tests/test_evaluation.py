@@ -70,6 +70,7 @@ def _event_tags(directory):
     return tags
 
 
+@pytest.mark.slow  # ~20 s: training with dev evaluations; out of `make test`.
 def test_problem_metric_reaches_dev_evaluation_and_best_is_kept(tiny_hparams, tmp_path):
     global SCRIPT
     SCRIPT = ScriptedMetric([10.0, 30.0, 20.0])

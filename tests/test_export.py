@@ -70,6 +70,7 @@ def _strip(row):
     return strip_ids(np.asarray(row))
 
 
+@pytest.mark.slow  # ~40 s: export, then the SavedModel in a subprocess; out of `make test`.
 def test_translate_ids_matches_decoder_without_tensorflow_text(reverse_run, tmp_path, capsys):
     export_dir = tmp_path / "export"
     assert exporter_cli.main([f"--output_dir={reverse_run}", f"--export_dir={export_dir}",
