@@ -16,7 +16,8 @@
 # "--keep_checkpoint_max=1000 --save_checkpoints_minutes=5" keeps the checkpoint
 # of each 5 minutes, so the 30-minute one can be scored after a 60-minute run).
 # OVERRIDES passes --hparams_overrides (for example "word_dropout=0.1") and is
-# recorded in t2t_lite's rows.
+# recorded in t2t_lite's rows. AVERAGE_LAST=N averages the newest N checkpoints
+# (t2t_lite-avg-checkpoints) and scores that average in place of best/.
 set -euo pipefail
 WORK=${1:?WORK_DIR}
 MINUTES=${2:-30}
@@ -48,17 +49,23 @@ taskset -c 1 env THREADS=1 PARSE_WORK="$PARSE_WORK" bash "$BENCH/train.sh" "$SUP
 SUPAR=$!
 wait $TRAINER $SUPAR
 
-# Scoring, one core each: the newest checkpoint on core 0, the one best on dev
-# (best/, selected on dev F1 while training) on core 1.
+# Scoring, one core each: the newest checkpoint on core 0, and on core 1 the one
+# best on dev (best/, selected on dev F1 while training) or, with AVERAGE_LAST=N,
+# the average of the newest N.
+SECOND=best
+if [ -n "${AVERAGE_LAST:-}" ]; then
+  "$PY" -m t2t_lite.bin.avg_checkpoints --output_dir="$RUN" --last="$AVERAGE_LAST" >&2
+  SECOND=averaged
+fi
 CKPT=$(basename "$(sed -n 's/^model_checkpoint_path: "\(.*\)"/\1/p' "$RUN/checkpoint")")
 score() {  # core checkpoint
   taskset -c "$1" $ONE "$PY" benchmarks/parsing.py --output_dir="$RUN" \
     --checkpoints="$2" --modes=constrained --system=t2t_lite \
     --field hparams="$HPARAMS" --field overrides="\"${OVERRIDES:-}\"" --field minutes="$TOTAL" --field cores=1 --field threads=1 \
-    --field selected="\"$2\"" > "$WORK/score_$2.jsonl"
+    --field selected="\"$2\"" --field average_last="${AVERAGE_LAST:-null}" > "$WORK/score_$2.jsonl"
 }
-score 0 "$CKPT" & score 1 best & wait
-cat "$WORK/score_$CKPT.jsonl" "$WORK/score_best.jsonl" >> "$OUT"
+score 0 "$CKPT" & score 1 "$SECOND" & wait
+cat "$WORK/score_$CKPT.jsonl" "$WORK/score_$SECOND.jsonl" >> "$OUT"
 STEPS=$("$PARSE_WORK/venv/bin/python" -c "import json; s = json.load(open('$ANCHOR/train_stats.json')); print(s.get('epochs_run', 'null'))" 2>/dev/null || echo null)
 "$PY" benchmarks/evalb_row.py --gold="$PARSE_WORK/test.trees" --test="$ANCHOR/test.pred.trees" \
   --system=supar_crf_con --field minutes="$SUPAR_MINUTES" --field cores=1 --field threads=1 \
