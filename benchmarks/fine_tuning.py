@@ -1,6 +1,6 @@
 """Fine-tuning against training from scratch (issue 26): dev BLEU over wall-clock minutes.
 
-    python benchmarks/fine_tuning.py --work_dir=W [--general_minutes=10] [--minutes=10]
+    python benchmarks/fine_tuning.py --work_dir=W [--general_minutes=10] [--minutes=10] [--reverse]
 
 1. Datagen: a general EN-DE corpus (`translate_files` over the OpenNMT toy corpus, WMT news
    text, Moses-tokenized: `--general_raw`; written back as raw text by `detokenize.py`, as
@@ -16,7 +16,11 @@
    hparams only, e.g. a lower learning rate): dev NLL and sacreBLEU of greedy decodes of the first
    `--eval_decode_examples` dev sentences, as the trainer logs them.
 
-Each Multi30k run appends one JSON row to `--out` (and prints it): its evaluations as
+`--reverse` swaps the corpora's roles (the issue's "or the reverse"): the general run trains
+on Multi30k (WORK_DIR/runs/general_multi30k) and the two side-by-side runs on the news corpus,
+evaluated on its dev split (the toy corpus's val), with the same shared vocabulary.
+
+Each side-by-side run appends one JSON row to `--out` (and prints it): its evaluations as
 [step, seconds since the run started, dev sacreBLEU, dev NLL], with the machine's fields
 (`benchmarks/machine.py`). Never touches Multi30k's test sets.
 """
@@ -50,6 +54,8 @@ def parse_args(argv=None):
     parser.add_argument("--multi30k_raw", default=os.path.join(SHARED, "multi30k"))
     parser.add_argument("--keep_tokenized", action="store_true",
                         help="train the general run on the Moses-tokenized text as it is")
+    parser.add_argument("--reverse", action="store_true",
+                        help="general run on Multi30k, fine-tuning on the news corpus")
     parser.add_argument("--hparams", default="multi30k")
     parser.add_argument("--vocab_size", type=int, default=8000)
     parser.add_argument("--general_minutes", type=float, default=10.0)
@@ -123,12 +129,19 @@ def evaluations(process: subprocess.Popen, start: float) -> list[list[float]]:
     return rows
 
 
-def multi30k_commands(args, general_run: str, m30k: str) -> dict[str, list[str]]:
-    """The two Multi30k trainer commands, by run name; `--fine_tune_overrides` goes to the
-    fine-tuned run only."""
+def roles(args, general_data: str, m30k: str) -> tuple[tuple[str, str], tuple[str, str]]:
+    """(problem, data dir) of the general run and of the two side-by-side runs."""
+    general, target = ("translate_files", general_data), ("multi30k_ende", m30k)
+    return (target, general) if args.reverse else (general, target)
+
+
+def multi30k_commands(args, general_run: str, m30k: str,
+                      problem: str = "multi30k_ende") -> dict[str, list[str]]:
+    """The two side-by-side trainer commands (on `problem` in data dir `m30k`: Multi30k unless
+    `--reverse`), by run name; `--fine_tune_overrides` goes to the fine-tuned run only."""
     tuned = [f"--init_from={general_run}"] + (
         [f"--hparams_overrides={args.fine_tune_overrides}"] if args.fine_tune_overrides else [])
-    return {name: [os.path.join(BIN, "t2t_lite-trainer"), "--problem=multi30k_ende",
+    return {name: [os.path.join(BIN, "t2t_lite-trainer"), f"--problem={problem}",
                    f"--hparams={args.hparams}", f"--data_dir={m30k}",
                    f"--output_dir={os.path.join(args.work_dir, 'runs', name)}",
                    f"--train_minutes={args.minutes}", "--log_every_steps=100000",
@@ -139,17 +152,18 @@ def multi30k_commands(args, general_run: str, m30k: str) -> dict[str, list[str]]
 
 def main(argv=None):
     args = parse_args(argv)
-    general_data, m30k = datagen(args)
-    general_run = os.path.join(args.work_dir, "runs", "general")
+    (general_problem, general_data), (problem, data) = roles(args, *datagen(args))
+    general_run = os.path.join(args.work_dir, "runs",
+                               "general_multi30k" if args.reverse else "general")
     if not os.path.exists(os.path.join(general_run, "checkpoint")):  # Else reused as it is.
-        tool("trainer", "--problem=translate_files", f"--hparams={args.hparams}",
+        tool("trainer", f"--problem={general_problem}", f"--hparams={args.hparams}",
              f"--data_dir={general_data}", f"--output_dir={general_run}",
              f"--train_minutes={args.general_minutes}", "--eval_every_steps=0")
     from t2t_lite.runs.checkpoints import checkpoint_path
 
     general_step = int(checkpoint_path(general_run).rsplit("-", 1)[1])
     common = machine_fields()
-    runs = multi30k_commands(args, general_run, m30k)
+    runs = multi30k_commands(args, general_run, data, problem)
     for name in runs:  # A fresh start each time (the general run is kept).
         shutil.rmtree(os.path.join(args.work_dir, "runs", name), ignore_errors=True)
     started = {}
@@ -166,6 +180,7 @@ def main(argv=None):
         append_row({"benchmark": "fine_tuning", "run": name, "hparams": args.hparams,
                     "general_minutes": args.general_minutes, "general_step": general_step,
                     "general_detokenized": not args.keep_tokenized, "minutes": args.minutes,
+                    "general_problem": general_problem, "problem": problem,
                     "overrides": args.fine_tune_overrides if name == "fine_tuned" else "",
                     "vocab_size": args.vocab_size, "dev_decode_examples":
                     args.eval_decode_examples, "evals": results[name], **common},

@@ -31,3 +31,17 @@ def test_fine_tune_overrides_reach_the_fine_tuned_run_only():
     assert not any(a.startswith("--hparams_overrides") for a in commands["from_scratch"])
     assert [a for a in commands["fine_tuned"] if not a.startswith(("--init_from", "--hparams_o"))] \
         == [a.replace("from_scratch", "fine_tuned") for a in commands["from_scratch"]]
+
+
+def test_reverse_trains_the_general_run_on_multi30k_and_fine_tunes_on_the_news_corpus():
+    import fine_tuning
+
+    args = fine_tuning.parse_args(["--work_dir=w"])
+    assert fine_tuning.roles(args, "news", "m30k") == (("translate_files", "news"),
+                                                       ("multi30k_ende", "m30k"))
+    reverse = fine_tuning.parse_args(["--work_dir=w", "--reverse"])
+    (general, _), (problem, data) = fine_tuning.roles(reverse, "news", "m30k")
+    assert (general, problem, data) == ("multi30k_ende", "translate_files", "news")
+    commands = fine_tuning.multi30k_commands(reverse, "g", data, problem)
+    for argv in commands.values():
+        assert "--problem=translate_files" in argv and "--data_dir=news" in argv
