@@ -193,12 +193,32 @@ def test_int8_translates_and_mostly_agrees_with_float32(tiny, tmp_path, capsys):
             for p in (path, tiny.float32)}
     assert size[path] < 0.6 * size[tiny.float32]
     lines = _sentences(200)
-    int8 = c2s.translate_text(_load(path), lines, beam_size=1)
-    float32 = c2s.translate_text(_load(tiny.float32), lines, beam_size=1)
-    assert sum(bool(t) for t in int8) >= 0.95 * len(lines)
-    exact = sum(a == b for a, b in zip(int8, float32)) / len(lines)
-    assert exact >= 0.2, exact  # Measured: 0.40 (a barely trained model's near ties).
-    assert sacrebleu.corpus_bleu(int8, [float32]).score > 40  # Measured: 63.
+    int8, float32 = _load(path), _load(tiny.float32)
+    texts = c2s.translate_text(int8, lines, beam_size=1)
+    assert sum(bool(t) for t in texts) >= 0.95 * len(lines)
+    # Whole greedy outputs of a 200-step model are a poor measure: one near tie
+    # sends the rest of a sentence elsewhere (exact agreement 0.6 on one machine,
+    # 0.0 on another). What quantization changes is each step's distribution:
+    # teacher-forced on float32's greedy outputs, int8's log-probs stay close and
+    # its greedy first token is float32's.
+    sources = [int8.source_vocab.encode(c2s.normalize(line)) for line in lines]
+    targets = [ids for ids, _ in c2s.translate_ids(float32, sources, beam_size=1)]
+    got, want = _teacher_forced(int8, sources, targets), _teacher_forced(float32, sources,
+                                                                         targets)
+    gaps = np.abs(np.concatenate(got) - np.concatenate(want))
+    assert gaps.mean() < 0.1, gaps.mean()  # Measured: 0.016 (mean log-prob -1.8).
+    assert gaps.max() < 1.0, gaps.max()  # Measured: 0.14.
+    firsts = [ids[:1] for ids, _ in c2s.translate_ids(int8, sources, beam_size=1)]
+    agree = sum(a == b[:1] for a, b in zip(firsts, targets)) / len(lines)
+    assert agree >= 0.9, agree  # Measured: 1.0.
+
+
+def _teacher_forced(model, sources, targets):
+    """Per-token log-probs of `targets` (EOS included) given `sources`, by CTranslate2."""
+    source_piece, target_piece = model.source_vocab.id_to_piece, model.target_vocab.id_to_piece
+    scored = model.translator.score_batch([[source_piece(t) for t in s] for s in sources],
+                                          [[target_piece(t) for t in ids] for ids in targets])
+    return [np.asarray(s.log_probs, np.float64) for s in scored]
 
 
 def _randomize(model, seed):
