@@ -33,6 +33,8 @@ def main():
     parser.add_argument("--data_dir", default=None)
     parser.add_argument("--split", default="test")
     parser.add_argument("--beam_size", type=int, default=None)
+    parser.add_argument("--alpha", type=float, default=None,
+                        help="the length penalty's alpha (default: the run's hparams)")
     parser.add_argument("--system", default=None, help="a name for the rows (side by side)")
     parser.add_argument("--field", action="append", default=[],
                         help="key=value added to every row (numbers stay numbers)")
@@ -58,7 +60,7 @@ def main():
         model, hparams, problem, path = run.model, run.hparams, run.problem, run.checkpoint
         for mode in args.modes.split(","):
             options = DecodeOptions.from_hparams(
-                hparams, beam_size=args.beam_size,
+                hparams, beam_size=args.beam_size, alpha=args.alpha,
                 constraint=None if mode == "unconstrained" else problem.decode_constraint(
                     tag_dictionary=mode == "constrained"))
             start = time.time()
