@@ -36,7 +36,20 @@ import sys
 import time
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, ROOT)
+
+
+def checkout_packages() -> None:
+    """Maps `hparams/` and `problems/` to t2t_lite.hparams / t2t_lite.problems, as
+    setup.py's package_dir does, when t2t_lite runs out of a checkout that is not
+    installed (the accelerator machine has no pip index to install it from)."""
+    import importlib.util
+
+    import t2t_lite
+
+    if importlib.util.find_spec("t2t_lite.hparams") is None:
+        t2t_lite.__path__.append(ROOT)
 
 VOCAB = 32768  # The paper's shared BPE vocabulary size for EN-DE (~37K), rounded.
 
@@ -196,6 +209,7 @@ def parse_args(argv=None):
 
 def main(argv=None) -> None:
     args = parse_args(argv)
+    checkout_packages()
     import keras
 
     compute = "bfloat16" if args.precision == "mixed_bfloat16" else (

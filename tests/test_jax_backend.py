@@ -82,11 +82,18 @@ def test_jax_backend_computes_what_tensorflow_does_and_learns(tmp_path):
 
 
 def test_jax_speed_script_runs_end_to_end_on_cpu(tmp_path):
-    """benchmarks/gpu_check.sh's measurement, tiny shapes on JAX's CPU: every row, sane fields."""
+    """benchmarks/gpu_check.sh's measurement, tiny shapes on JAX's CPU: every row, sane fields.
+
+    Run as on the accelerator machine, out of a checkout that is not installed: the
+    editable install's finder is taken away, so `t2t_lite.hparams` must come from
+    the script's own mapping of `hparams/` (setup.py's package_dir)."""
     out = tmp_path / "rows.jsonl"
     env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu"}
+    uninstalled = ("import runpy, sys; "
+                   "sys.meta_path = [f for f in sys.meta_path if 'editable' not in repr(f)]; "
+                   "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')")
     done = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "benchmarks", "jax_speed.py"), "--quick",
+        [sys.executable, "-c", uninstalled, os.path.join(ROOT, "benchmarks", "jax_speed.py"), "--quick",
          "--sizes=tiny", f"--out={out}"], cwd=ROOT, env=env, capture_output=True, text=True,
         timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
