@@ -16,6 +16,11 @@
    hparams only, e.g. a lower learning rate): dev NLL and sacreBLEU of greedy decodes of the first
    `--eval_decode_examples` dev sentences, as the trainer logs them.
 
+`--multi30k_split=N` takes both corpora from Multi30k instead (one domain, disjoint pairs):
+the general run trains on its training pairs after the first N, the two side-by-side runs on
+the first N (a small in-domain corpus), all evaluated on Multi30k's val; the vocabulary is
+trained on the general part. The news corpus is then not read.
+
 `--reverse` swaps the corpora's roles (the issue's "or the reverse"): the general run trains
 on Multi30k (WORK_DIR/runs/general_multi30k) and the two side-by-side runs on the news corpus,
 evaluated on its dev split (the toy corpus's val), with the same shared vocabulary.
@@ -28,6 +33,7 @@ Each side-by-side run appends one JSON row to `--out` (and prints it): its evalu
 from __future__ import annotations
 
 import argparse
+import gzip
 import os
 import re
 import shutil
@@ -56,6 +62,9 @@ def parse_args(argv=None):
                         help="train the general run on the Moses-tokenized text as it is")
     parser.add_argument("--reverse", action="store_true",
                         help="general run on Multi30k, fine-tuning on the news corpus")
+    parser.add_argument("--multi30k_split", type=int, default=0,
+                        help="general run on Multi30k's training pairs after the first N, "
+                             "the side-by-side runs on the first N (0: the news corpus)")
     parser.add_argument("--hparams", default="multi30k")
     parser.add_argument("--vocab_size", type=int, default=8000)
     parser.add_argument("--general_minutes", type=float, default=10.0)
@@ -87,6 +96,51 @@ def copy_general(source: str, target: str, keep_tokenized: bool) -> None:
     with open(target + ".tmp", "w", encoding="utf-8") as f:
         f.writelines(lines)
     os.replace(target + ".tmp", target)
+
+
+def read_multi30k(raw: str, name: str, side: str) -> list[str]:
+    """Lines of Multi30k's `name`.`side` (plain or .gz) in `raw`, with their newlines."""
+    path = os.path.join(raw, f"{name}.{side}")
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            return f.readlines()
+    with gzip.open(path + ".gz", "rt", encoding="utf-8") as f:
+        return f.readlines()
+
+
+def write_lines(path: str, lines: list[str]) -> None:
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        f.writelines(lines)
+    os.replace(path + ".tmp", path)
+
+
+def split_multi30k(raw: str, n: int, general_raw: str, small_raw: str) -> None:
+    """Raw dirs for `translate_files`: Multi30k's training pairs after the first `n`
+    (general) and the first `n` (small), each with Multi30k's val as its dev split."""
+    for side in ("en", "de"):
+        train, val = read_multi30k(raw, "train", side), read_multi30k(raw, "val", side)
+        if not 0 < n < len(train):
+            raise SystemExit(f"--multi30k_split={n}: must lie in 1..{len(train) - 1}")
+        for directory, part in ((general_raw, train[n:]), (small_raw, train[:n])):
+            os.makedirs(directory, exist_ok=True)
+            write_lines(os.path.join(directory, f"train.{side}"), part)
+            write_lines(os.path.join(directory, f"dev.{side}"), val)
+
+
+def datagen_split(args) -> tuple[str, str]:
+    """--multi30k_split's general and small data dirs, sharing one vocabulary file."""
+    general, small = (os.path.join(args.work_dir, n) for n in ("general_m30k", "small_m30k"))
+    if not os.path.exists(os.path.join(small, "translate_files.datagen.json")):
+        raws = [os.path.join(args.work_dir, "raw_" + os.path.basename(d)) for d in (general, small)]
+        split_multi30k(args.multi30k_raw, args.multi30k_split, *raws)
+        tool("datagen", "--problem=translate_files", f"--data_dir={general}",
+             f"--raw_dir={raws[0]}", f"--vocab_size={args.vocab_size}")
+        os.makedirs(small, exist_ok=True)
+        shutil.copy(os.path.join(general, "vocab.translate_files.model"),
+                    os.path.join(small, "vocab.translate_files.model"))
+        tool("datagen", "--problem=translate_files", f"--data_dir={small}",
+             f"--raw_dir={raws[1]}", f"--vocab_size={args.vocab_size}")
+    return general, small
 
 
 def datagen(args) -> tuple[str, str]:
@@ -131,6 +185,8 @@ def evaluations(process: subprocess.Popen, start: float) -> list[list[float]]:
 
 def roles(args, general_data: str, m30k: str) -> tuple[tuple[str, str], tuple[str, str]]:
     """(problem, data dir) of the general run and of the two side-by-side runs."""
+    if args.multi30k_split:
+        return ("translate_files", general_data), ("translate_files", m30k)
     general, target = ("translate_files", general_data), ("multi30k_ende", m30k)
     return (target, general) if args.reverse else (general, target)
 
@@ -150,11 +206,17 @@ def multi30k_commands(args, general_run: str, m30k: str,
             for name, extra in (("from_scratch", []), ("fine_tuned", tuned))}
 
 
+def general_run_name(args) -> str:
+    if args.multi30k_split:
+        return f"general_multi30k_after_{args.multi30k_split}"
+    return "general_multi30k" if args.reverse else "general"
+
+
 def main(argv=None):
     args = parse_args(argv)
-    (general_problem, general_data), (problem, data) = roles(args, *datagen(args))
-    general_run = os.path.join(args.work_dir, "runs",
-                               "general_multi30k" if args.reverse else "general")
+    dirs = datagen_split(args) if args.multi30k_split else datagen(args)
+    (general_problem, general_data), (problem, data) = roles(args, *dirs)
+    general_run = os.path.join(args.work_dir, "runs", general_run_name(args))
     if not os.path.exists(os.path.join(general_run, "checkpoint")):  # Else reused as it is.
         tool("trainer", f"--problem={general_problem}", f"--hparams={args.hparams}",
              f"--data_dir={general_data}", f"--output_dir={general_run}",
@@ -181,6 +243,7 @@ def main(argv=None):
                     "general_minutes": args.general_minutes, "general_step": general_step,
                     "general_detokenized": not args.keep_tokenized, "minutes": args.minutes,
                     "general_problem": general_problem, "problem": problem,
+                    "multi30k_split": args.multi30k_split,
                     "overrides": args.fine_tune_overrides if name == "fine_tuned" else "",
                     "vocab_size": args.vocab_size, "dev_decode_examples":
                     args.eval_decode_examples, "evals": results[name], **common},

@@ -4,6 +4,8 @@ commands it runs; nothing is trained here."""
 import os
 import sys
 
+import pytest
+
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks"))
 
 
@@ -45,3 +47,31 @@ def test_reverse_trains_the_general_run_on_multi30k_and_fine_tunes_on_the_news_c
     commands = fine_tuning.multi30k_commands(reverse, "g", data, problem)
     for argv in commands.values():
         assert "--problem=translate_files" in argv and "--data_dir=news" in argv
+
+
+def test_multi30k_split_gives_disjoint_general_and_small_corpora_with_the_same_dev(tmp_path):
+    """--multi30k_split=N: the general run's pairs are Multi30k's training pairs after the first
+    N, the side-by-side runs' the first N; both keep the pairs aligned and use val as dev."""
+    import gzip
+
+    import fine_tuning
+
+    raw = tmp_path / "m30k"
+    raw.mkdir()
+    for side in ("en", "de"):
+        with gzip.open(raw / f"train.{side}.gz", "wt", encoding="utf-8") as f:
+            f.writelines(f"{side} train {i}\n" for i in range(5))
+        (raw / f"val.{side}").write_text(f"{side} val 0\n{side} val 1\n", encoding="utf-8")
+    general, small = tmp_path / "g", tmp_path / "s"
+    fine_tuning.split_multi30k(str(raw), 2, str(general), str(small))
+    assert (general / "train.en").read_text() == "en train 2\nen train 3\nen train 4\n"
+    assert (general / "train.de").read_text() == "de train 2\nde train 3\nde train 4\n"
+    assert (small / "train.en").read_text() == "en train 0\nen train 1\n"
+    assert (small / "train.de").read_text() == "de train 0\nde train 1\n"
+    for directory in (general, small):
+        assert (directory / "dev.de").read_text() == "de val 0\nde val 1\n"
+    args = fine_tuning.parse_args(["--work_dir=w", "--multi30k_split=2"])
+    assert fine_tuning.roles(args, "g", "s") == (("translate_files", "g"), ("translate_files", "s"))
+    assert fine_tuning.general_run_name(args) == "general_multi30k_after_2"
+    with pytest.raises(SystemExit, match=r"1\.\.4"):  # No general pairs left: one line.
+        fine_tuning.split_multi30k(str(raw), 5, str(general), str(small))
