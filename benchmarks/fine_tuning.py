@@ -133,14 +133,21 @@ def datagen_split(args) -> tuple[str, str]:
     if not os.path.exists(os.path.join(small, "translate_files.datagen.json")):
         raws = [os.path.join(args.work_dir, "raw_" + os.path.basename(d)) for d in (general, small)]
         split_multi30k(args.multi30k_raw, args.multi30k_split, *raws)
-        tool("datagen", "--problem=translate_files", f"--data_dir={general}",
-             f"--raw_dir={raws[0]}", f"--vocab_size={args.vocab_size}")
-        os.makedirs(small, exist_ok=True)
-        shutil.copy(os.path.join(general, "vocab.translate_files.model"),
-                    os.path.join(small, "vocab.translate_files.model"))
-        tool("datagen", "--problem=translate_files", f"--data_dir={small}",
-             f"--raw_dir={raws[1]}", f"--vocab_size={args.vocab_size}")
+        datagen_sharing_vocab(args, (general, raws[0]), ("translate_files", small, raws[1]))
     return general, small
+
+
+def datagen_sharing_vocab(args, general: tuple[str, str], target: tuple[str, str, str]) -> None:
+    """Datagen of the general corpus (data dir, raw dir), which trains the vocabulary, then of
+    the target (problem, data dir, raw dir) with that vocabulary file copied in (reused)."""
+    (general_dir, general_raw), (problem, target_dir, target_raw) = general, target
+    tool("datagen", "--problem=translate_files", f"--data_dir={general_dir}",
+         f"--raw_dir={general_raw}", f"--vocab_size={args.vocab_size}")
+    os.makedirs(target_dir, exist_ok=True)
+    shutil.copy(os.path.join(general_dir, "vocab.translate_files.model"),
+                os.path.join(target_dir, f"vocab.{problem}.model"))
+    tool("datagen", f"--problem={problem}", f"--data_dir={target_dir}",
+         f"--raw_dir={target_raw}", f"--vocab_size={args.vocab_size}")
 
 
 def datagen(args) -> tuple[str, str]:
@@ -152,13 +159,7 @@ def datagen(args) -> tuple[str, str]:
             for split, name in (("train", "train"), ("dev", "val")):
                 copy_general(os.path.join(args.general_raw, f"{prefix}-{name}.txt"),
                              os.path.join(raw, f"{split}.{side}"), args.keep_tokenized)
-        tool("datagen", "--problem=translate_files", f"--data_dir={general}", f"--raw_dir={raw}",
-             f"--vocab_size={args.vocab_size}")
-        os.makedirs(m30k, exist_ok=True)
-        shutil.copy(os.path.join(general, "vocab.translate_files.model"),
-                    os.path.join(m30k, "vocab.multi30k_ende.model"))
-        tool("datagen", "--problem=multi30k_ende", f"--data_dir={m30k}",
-             f"--raw_dir={args.multi30k_raw}", f"--vocab_size={args.vocab_size}")
+        datagen_sharing_vocab(args, (general, raw), ("multi30k_ende", m30k, args.multi30k_raw))
     return general, m30k
 
 

@@ -75,3 +75,34 @@ def test_multi30k_split_gives_disjoint_general_and_small_corpora_with_the_same_d
     assert fine_tuning.general_run_name(args) == "general_multi30k_after_2"
     with pytest.raises(SystemExit, match=r"1\.\.4"):  # No general pairs left: one line.
         fine_tuning.split_multi30k(str(raw), 5, str(general), str(small))
+
+
+def test_both_corpora_are_generated_with_the_general_corpus_vocabulary(tmp_path, monkeypatch):
+    """The general corpus's datagen trains the vocabulary; its file is in the target data dir,
+    under the target problem's name, before the target's datagen runs (which then reuses it)."""
+    import fine_tuning
+
+    calls = []
+
+    def fake_tool(name, *args, env=None):
+        del env
+        calls.append((name, *args))
+        flags = dict(a.split("=", 1) for a in args)
+        if flags["--problem"] == "translate_files" and "general" in flags["--data_dir"]:
+            os.makedirs(flags["--data_dir"], exist_ok=True)
+            with open(os.path.join(flags["--data_dir"], "vocab.translate_files.model"), "w") as f:
+                f.write("general vocabulary")
+        else:  # The target's datagen: the general vocabulary must already be there.
+            problem = flags["--problem"]
+            with open(os.path.join(flags["--data_dir"], f"vocab.{problem}.model")) as f:
+                assert f.read() == "general vocabulary"
+
+    monkeypatch.setattr(fine_tuning, "tool", fake_tool)
+    args = fine_tuning.parse_args([f"--work_dir={tmp_path}", "--vocab_size=123"])
+    general, target = str(tmp_path / "general"), str(tmp_path / "m30k")
+    fine_tuning.datagen_sharing_vocab(args, (general, "graw"), ("multi30k_ende", target, "mraw"))
+    assert calls == [
+        ("datagen", "--problem=translate_files", f"--data_dir={general}", "--raw_dir=graw",
+         "--vocab_size=123"),
+        ("datagen", "--problem=multi30k_ende", f"--data_dir={target}", "--raw_dir=mraw",
+         "--vocab_size=123")]
