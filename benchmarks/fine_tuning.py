@@ -4,9 +4,9 @@
 
 1. Datagen: a general EN-DE corpus (`translate_files` over the OpenNMT toy corpus, WMT news
    text, Moses-tokenized: `--general_raw`; written back as raw text by `detokenize.py`, as
-   Multi30k and its references are, unless `--keep_tokenized`) trains the shared SentencePiece vocabulary; Multi30k
-   (`--multi30k_raw`) is then generated with that same vocabulary file (copied into its data
-   dir, which datagen reuses).
+   Multi30k and its references are, unless `--keep_tokenized`) trains the shared SentencePiece
+   vocabulary; Multi30k (`--multi30k_raw`) is then generated with that same vocabulary file
+   (copied into its data dir, which datagen reuses).
 2. A general run of `--hparams` trains on the general corpus for `--general_minutes` (all cores;
    an existing WORK_DIR/runs/general is reused as it is).
 3. Two Multi30k runs train side by side for `--minutes`, each pinned to one core with one
@@ -45,6 +45,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from detokenize import moses_detokenize  # noqa: E402
 from machine import append_row, machine_fields  # noqa: E402
+
+from t2t_lite import atomic  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(os.path.dirname(ROOT), "shared", "data")
@@ -92,10 +94,7 @@ def copy_general(source: str, target: str, keep_tokenized: bool) -> None:
         os.symlink(source, target)
         return
     with open(source, encoding="utf-8") as f:
-        lines = [moses_detokenize(line) + "\n" for line in f]
-    with open(target + ".tmp", "w", encoding="utf-8") as f:
-        f.writelines(lines)
-    os.replace(target + ".tmp", target)
+        atomic.write_text(target, "".join(moses_detokenize(line) + "\n" for line in f))
 
 
 def read_multi30k(raw: str, name: str, side: str) -> list[str]:
@@ -108,12 +107,6 @@ def read_multi30k(raw: str, name: str, side: str) -> list[str]:
         return f.readlines()
 
 
-def write_lines(path: str, lines: list[str]) -> None:
-    with open(path + ".tmp", "w", encoding="utf-8") as f:
-        f.writelines(lines)
-    os.replace(path + ".tmp", path)
-
-
 def split_multi30k(raw: str, n: int, general_raw: str, small_raw: str) -> None:
     """Raw dirs for `translate_files`: Multi30k's training pairs after the first `n`
     (general) and the first `n` (small), each with Multi30k's val as its dev split."""
@@ -123,8 +116,8 @@ def split_multi30k(raw: str, n: int, general_raw: str, small_raw: str) -> None:
             raise SystemExit(f"--multi30k_split={n}: must lie in 1..{len(train) - 1}")
         for directory, part in ((general_raw, train[n:]), (small_raw, train[:n])):
             os.makedirs(directory, exist_ok=True)
-            write_lines(os.path.join(directory, f"train.{side}"), part)
-            write_lines(os.path.join(directory, f"dev.{side}"), val)
+            atomic.write_text(os.path.join(directory, f"train.{side}"), "".join(part))
+            atomic.write_text(os.path.join(directory, f"dev.{side}"), "".join(val))
 
 
 def datagen_split(args) -> tuple[str, str]:

@@ -93,9 +93,9 @@ def test_jax_speed_script_runs_end_to_end_on_cpu(tmp_path):
                    "sys.meta_path = [f for f in sys.meta_path if 'editable' not in repr(f)]; "
                    "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')")
     done = subprocess.run(
-        [sys.executable, "-c", uninstalled, os.path.join(ROOT, "benchmarks", "jax_speed.py"), "--quick",
-         "--sizes=tiny", f"--out={out}"], cwd=ROOT, env=env, capture_output=True, text=True,
-        timeout=900)
+        [sys.executable, "-c", uninstalled, os.path.join(ROOT, "benchmarks", "jax_speed.py"),
+         "--quick", "--sizes=tiny", f"--out={out}"], cwd=ROOT, env=env, capture_output=True,
+        text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [(r["hparams"], r["measure"]) for r in rows] == [("tiny", "train_step"),
