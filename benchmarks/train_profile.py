@@ -1,0 +1,108 @@
+"""Where training time goes: TensorFlow's profiler on train_speed.py's workload.
+
+    python benchmarks/train_profile.py --size base [--jit] [--steps 3] [--top 20]
+    ONEDNN_MAX_CPU_ISA=AVX2 python benchmarks/train_profile.py --size base   # AVX2 only
+
+Builds the trainer's own step (`train_speed.py`: `trainer.build_state` +
+`StepRunner`, the label-smoothed loss, Adam, the default MirroredStrategy) on
+the peers' workload (random ids, no padding, 2 intra-op threads), runs its
+warm-up steps, then profiles `--steps` steps with `tf.profiler.experimental`
+and sums each TensorFlow op type's kernel time from the host plane of the
+trace (`decode_profile.op_times`). Prints one JSON line: wall seconds per
+step, kernel seconds per step (the sum over ops; above the wall when the two
+threads overlap), op executions per step and the top op types with seconds per
+step and share of the kernel time; a human table goes to stderr. Every row
+also carries `isa` (the ISA oneDNN reported, `isa.probe`), `core` and the
+machine (`machine.py`), and is appended to `--out` (default
+benchmarks/results/train_profile.jsonl; "-" prints only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, HERE)
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+import isa  # noqa: E402
+import train_speed  # noqa: E402
+from decode_profile import op_times  # noqa: E402
+from machine import RESULTS, append_row, machine_fields  # noqa: E402
+
+from t2t_lite import registry  # noqa: E402
+from t2t_lite.training import trainer  # noqa: E402
+from t2t_lite.training.train_step import StepRunner  # noqa: E402
+
+
+def build(size: str, jit: bool):
+    """(runner, batches) of train_speed.py's workload at `size`."""
+    overrides, vocab, batch, source_length, target_length = train_speed.SIZES[size]
+    hparams = registry.hparams("base").override(overrides)
+    strategy = tf.distribute.MirroredStrategy()
+    model, optimizer = trainer.build_state(train_speed._VocabProblem(vocab), hparams, strategy)
+    runner = StepRunner(model, optimizer, strategy, hparams.label_smoothing, jit_compile=jit)
+    rng = np.random.default_rng(1234)
+    batches = [{"inputs": rng.integers(3, vocab, (batch, source_length), dtype=np.int32),
+                "targets": rng.integers(3, vocab, (batch, target_length), dtype=np.int32)}
+               for _ in range(8)]
+    return runner, batches
+
+
+def profile_row(args, wall: float, seconds: dict, counts: dict, machine: dict) -> dict:
+    """Wall and kernel seconds per step, op runs per step, the top op types."""
+    kernel = sum(seconds.values()) / args.steps
+    ranked = sorted(seconds.items(), key=lambda item: -item[1])[:args.top]
+    top = [{"op": kind, "seconds_per_step": round(s / args.steps, 4),
+            "share": round(s / args.steps / kernel, 4),
+            "per_step": round(counts[kind] / args.steps, 1)} for kind, s in ranked]
+    return {"bench": "train_profile", "size": args.size, "jit": args.jit,
+            "threads": train_speed.THREADS, "steps": args.steps,
+            "wall_seconds_per_step": round(wall, 4),
+            "kernel_seconds_per_step": round(kernel, 4),
+            "op_executions_per_step": round(sum(counts.values()) / args.steps, 1),
+            "top": top, "onednn_isa": isa.probe(), "core": args.core, **machine}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", choices=sorted(train_speed.SIZES), default="base")
+    parser.add_argument("--steps", type=int, default=3, help="profiled steps")
+    parser.add_argument("--jit", action="store_true")
+    parser.add_argument("--top", type=int, default=20)
+    parser.add_argument("--core", default=None,
+                        help='what else ran on its cores, e.g. "dedicated"')
+    parser.add_argument("--out", default=os.path.join(RESULTS, "train_profile.jsonl"),
+                        help="rows are appended here (- : print only)")
+    args = parser.parse_args()
+    machine = machine_fields()
+    runner, batches = build(args.size, args.jit)
+    for i in range(train_speed.STEPS[args.size][0]):  # Trace, compile, warm up.
+        runner.step([batches[i % 8]])
+    logdir = tempfile.mkdtemp(prefix="train_profile_")
+    tf.profiler.experimental.start(logdir)
+    start = time.perf_counter()
+    for i in range(args.steps):
+        runner.step([batches[i % 8]])
+    wall = (time.perf_counter() - start) / args.steps
+    tf.profiler.experimental.stop()
+    seconds, counts = op_times(logdir)
+    row = profile_row(args, wall, seconds, counts, machine)
+    append_row(row, args.out)
+    print(f"wall {wall:.3f} s/step, kernels {row['kernel_seconds_per_step']:.3f} s/step, "
+          f"{row['op_executions_per_step']} op runs per step", file=sys.stderr)
+    for item in row["top"]:
+        print(f"  {item['op']:34s} {item['seconds_per_step']:8.4f} s  {100 * item['share']:5.1f}%"
+              f"  x{item['per_step']}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
