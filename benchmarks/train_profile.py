@@ -57,7 +57,8 @@ def build(size: str, jit: bool):
     return runner, batches
 
 
-def profile_row(args, wall: float, seconds: dict, counts: dict, machine: dict) -> dict:
+def profile_row(args, wall: float, seconds: dict, counts: dict, machine: dict,
+                onednn_isa: str | None) -> dict:
     """Wall and kernel seconds per step, op runs per step, the top op types."""
     kernel = sum(seconds.values()) / args.steps
     ranked = sorted(seconds.items(), key=lambda item: -item[1])[:args.top]
@@ -69,7 +70,7 @@ def profile_row(args, wall: float, seconds: dict, counts: dict, machine: dict) -
             "wall_seconds_per_step": round(wall, 4),
             "kernel_seconds_per_step": round(kernel, 4),
             "op_executions_per_step": round(sum(counts.values()) / args.steps, 1),
-            "top": top, "onednn_isa": isa.probe(), "core": args.core, **machine}
+            "top": top, "onednn_isa": onednn_isa, "core": args.core, **machine}
 
 
 def main():
@@ -95,7 +96,7 @@ def main():
     wall = (time.perf_counter() - start) / args.steps
     tf.profiler.experimental.stop()
     seconds, counts = op_times(logdir)
-    row = profile_row(args, wall, seconds, counts, machine)
+    row = profile_row(args, wall, seconds, counts, machine, isa.probe())
     append_row(row, args.out)
     print(f"wall {wall:.3f} s/step, kernels {row['kernel_seconds_per_step']:.3f} s/step, "
           f"{row['op_executions_per_step']} op runs per step", file=sys.stderr)

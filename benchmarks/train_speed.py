@@ -17,7 +17,8 @@ file is there (the number every peer is divided by), else `t2t_lite.training.flo
 (the same formula over t2t_lite's own weights: no attention biases); the peak
 is the best TensorFlow float32 matmul measured in this run (`t2t_lite.training.flops.
 matmul_peak` over 1024-3072). `--jit auto` (the default) is what the trainer does
-without flags. `benchmarks/train_side_by_side.sh` runs it beside the peers.
+without flags; `--adam keras` swaps the trainer's FusedAdam for Keras' own Adam
+(the update before issue 28's change), for before/after rows. `benchmarks/train_side_by_side.sh` runs it beside the peers.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 THREADS = int(os.environ.get("BENCH_THREADS", "2"))
 
+import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
@@ -73,11 +75,17 @@ class _VocabProblem:
         self.source_vocab_size = self.target_vocab_size = vocab
 
 
-def run(size: str, jit: bool, budget_s: float) -> dict:
+def run(size: str, jit: bool, budget_s: float, adam: str = "fused") -> dict:
     overrides, vocab, batch, source_length, target_length = SIZES[size]
     hparams = registry.hparams("base").override(overrides)
     strategy = tf.distribute.MirroredStrategy()
-    model, optimizer = trainer.build_state(_VocabProblem(vocab), hparams, strategy)
+    library = trainer.FusedAdam
+    if adam == "keras":  # The update before issue 28's change, for the side by side.
+        trainer.FusedAdam = keras.optimizers.Adam
+    try:
+        model, optimizer = trainer.build_state(_VocabProblem(vocab), hparams, strategy)
+    finally:
+        trainer.FusedAdam = library
     runner = StepRunner(model, optimizer, strategy, hparams.label_smoothing,
                         jit_compile=jit)
     rng = np.random.default_rng(1234)
@@ -103,7 +111,8 @@ def run(size: str, jit: bool, budget_s: float) -> dict:
     median = statistics.median(times)
     return {
         "bench": "train", "system": "t2t_lite StepRunner" + (" (XLA)" if jit else ""),
-        "size": size, "jit": jit, "threads": THREADS, "tensorflow": tf.__version__,
+        "size": size, "jit": jit, "adam": adam, "threads": THREADS,
+        "tensorflow": tf.__version__,
         "params": model.count_params(), "flops_per_step": step_flops,
         "flop_count": "shared/bench/_common.py" if peer else "t2t_lite.training.flops",
         "t2t_lite_flops_per_step": own, "step_s_median": round(median, 4),
@@ -125,10 +134,12 @@ def main():
                         help="auto: the trainer's default")
     parser.add_argument("--budget_s", type=float, default=120.0,
                         help="stop timing after this (at least 5 steps)")
+    parser.add_argument("--adam", choices=["fused", "keras"], default="fused",
+                        help="fused: the trainer's FusedAdam; keras: keras.optimizers.Adam")
     args = parser.parse_args()
     jit = TrainOptions().jit_compile if args.jit == "auto" else args.jit == "on"
     for size in ["bench", "base"] if args.size == "all" else [args.size]:
-        print(json.dumps(run(size, jit, args.budget_s)), flush=True)
+        print(json.dumps(run(size, jit, args.budget_s, args.adam)), flush=True)
 
 
 if __name__ == "__main__":

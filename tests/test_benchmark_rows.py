@@ -21,6 +21,8 @@ import demo  # noqa: E402
 import export_time  # noqa: E402
 import machine  # noqa: E402
 import multi30k  # noqa: E402
+import train_profile  # noqa: E402
+import trainer_end_to_end  # noqa: E402
 from t2t_lite.problems.algorithmic import AlgorithmicReverse  # noqa: E402
 from t2t_lite.registry import register_problem  # noqa: E402
 
@@ -183,6 +185,49 @@ def test_decode_profile_rows():
     assert set(write) == {"bench", "size", "jit", "threads", "cache_write", "batches",
                           "median_seconds_per_batch", "tgt_tokens_per_s", "core"} | MACHINE
     assert write["median_seconds_per_batch"] == 0.52
+
+
+def test_train_profile_rows():
+    args = types.SimpleNamespace(size="base", jit=False, steps=2, top=2, core="dedicated")
+    row = train_profile.profile_row(args, 7.1, {"_MklMatMul": 18.4, "Mul": 0.7, "Sub": 0.3},
+                                    {"_MklMatMul": 582, "Mul": 2416, "Sub": 1546},
+                                    FAKE_MACHINE, "Intel AVX2")
+    assert set(row) == {"bench", "size", "jit", "threads", "steps", "wall_seconds_per_step",
+                        "kernel_seconds_per_step", "op_executions_per_step", "top",
+                        "onednn_isa", "core"} | MACHINE
+    assert [item["op"] for item in row["top"]] == ["_MklMatMul", "Mul"]
+    assert row["kernel_seconds_per_step"] == 9.7 and row["op_executions_per_step"] == 2272.0
+    assert row["top"][0]["per_step"] == 291.0 and row["onednn_isa"] == "Intel AVX2"
+
+
+def test_trainer_end_to_end_rows():
+    args = types.SimpleNamespace(overrides="length_bucket_step=1.5", jit=True, minutes=4.0)
+    row = trainer_end_to_end.end_to_end_row(
+        args, 240.0, 600_000.0, 750_000.0, [(50, 900.0), (100, 2400.0), (150, 2500.0),
+                                            (200, 2600.0), (250, 2550.0)],
+        260, 3000.0, FAKE_MACHINE, "Intel AVX2")
+    assert set(row) == {"bench", "problem", "hparams", "overrides", "jit", "minutes", "steps",
+                        "wall_seconds", "target_tokens", "padding_fraction",
+                        "end_to_end_tokens_per_s", "steady_tokens_per_s", "windows",
+                        "train_speed_tokens_per_s", "ratio", "threads",
+                        "onednn_isa"} | MACHINE
+    assert row["end_to_end_tokens_per_s"] == 2500.0 and row["ratio"] == 0.833
+    assert row["steady_tokens_per_s"] == 2550.0 and row["padding_fraction"] == 0.2
+
+
+def test_trainer_end_to_end_counts_every_updates_tokens_and_positions():
+    import numpy as np
+
+    class Runner:
+        def step(self, micro_batches):
+            return 1.0, 1.0, float(sum((b["targets"] > 0).sum() for b in micro_batches))
+
+    counter = trainer_end_to_end.Counter()
+    original = counter.wrap(Runner)
+    batch = {"targets": np.array([[5, 6, 0, 0], [7, 0, 0, 0]])}
+    assert Runner().step([batch, batch]) == (1.0, 1.0, 6.0)
+    assert (counter.tokens, counter.positions) == (6.0, 16.0)
+    Runner.step = original
 
 
 def test_multi30k_dev_curve_counts_training_minutes_only():
