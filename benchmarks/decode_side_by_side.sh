@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Decoding throughput of t2t_lite next to the peers, in one run on one machine.
 # Needs the peers' venv from ../shared/bench/setup.sh (TORCH_PY, default /tmp/bench-torch).
-# Writes benchmarks/results/decode_side_by_side.jsonl.
+# Appends its rows to benchmarks/results/decode_side_by_side.jsonl (each run's rows carry
+# its date).
 #
 #   benchmarks/decode_side_by_side.sh [--isa=native|avx2]
 #
@@ -14,15 +15,17 @@ source benchmarks/isa_args.sh
 TORCH_PY=${TORCH_PY:-/tmp/bench-torch/bin/python}
 OUT=benchmarks/results/decode_side_by_side$SUFFIX.jsonl
 export TF_CPP_MIN_LOG_LEVEL=2 BENCH_THREADS=2
-: > "$OUT"
-"$TORCH_PY" ../shared/bench/decode_peers.py --size all --no-int8 >> "$OUT"
-.venv/bin/python benchmarks/decode_speed.py --size all --jit >> "$OUT"
-.venv/bin/python benchmarks/decode_speed.py --size all >> "$OUT"
-.venv/bin/python benchmarks/isa.py stamp "$OUT" --isa="$ISA"
-.venv/bin/python - "$OUT" <<'PY'
+RUN=$(mktemp)  # This run's rows, stamped, then appended to $OUT.
+"$TORCH_PY" ../shared/bench/decode_peers.py --size all --no-int8 >> "$RUN"
+.venv/bin/python benchmarks/decode_speed.py --size all --jit >> "$RUN"
+.venv/bin/python benchmarks/decode_speed.py --size all >> "$RUN"
+.venv/bin/python benchmarks/isa.py stamp "$RUN" --isa="$ISA"
+cat "$RUN" >> "$OUT"
+.venv/bin/python - "$RUN" <<'PY'
 import json, sys
 for line in open(sys.argv[1]):
     row = json.loads(line)
     size = row.get("size") or row["config"]["name"]
     print(f'{row["system"]:55s} {size:6s} {row["tgt_tokens_per_s"]["median"]:8.1f} tok/s')
 PY
+rm -f "$RUN"

@@ -21,6 +21,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 from machine import cpu_model
 
@@ -48,10 +49,12 @@ def probe(python: str = sys.executable) -> str | None:
 
 
 def stamp(path: str, isa: str, onednn_isa: str | None) -> int:
-    """Adds isa / onednn_isa / cpu to each row of `path` lacking them; returns the rows."""
+    """Adds isa / onednn_isa / cpu / date (UTC) to each row of `path` lacking them;
+    returns the rows."""
     with open(path, encoding="utf-8") as f:
         rows = [json.loads(line) for line in f if line.strip()]
-    fields = {"isa": isa, "onednn_isa": onednn_isa, "cpu": cpu_model()}
+    fields = {"isa": isa, "onednn_isa": onednn_isa, "cpu": cpu_model(),
+              "date": time.strftime("%Y-%m-%d", time.gmtime())}
     rows = [{**row, **{k: v for k, v in fields.items() if k not in row}} for row in rows]
     with open(path + ".tmp", "w", encoding="utf-8") as f:
         f.writelines(json.dumps(row) + "\n" for row in rows)

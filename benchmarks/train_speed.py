@@ -18,7 +18,8 @@ file is there (the number every peer is divided by), else `t2t_lite.training.flo
 is the best TensorFlow float32 matmul measured in this run (`t2t_lite.training.flops.
 matmul_peak` over 1024-3072). `--jit auto` (the default) is what the trainer does
 without flags; `--adam keras` swaps the trainer's FusedAdam for Keras' own Adam
-(the update before issue 28's change), for before/after rows. `benchmarks/train_side_by_side.sh` runs it beside the peers.
+(the update before issue 28's change), for before/after rows.
+`benchmarks/train_side_by_side.sh` runs it beside the peers.
 """
 
 from __future__ import annotations

@@ -21,9 +21,9 @@ builder, vocabulary 8192) in the same process. One JSON line:
   `ratio` = end to end / train_speed.
 - `padding_fraction`: padded target positions over all target positions.
 
-Every row carries `isa` and `onednn_isa` (`benchmarks/isa.py`: run with
-`ONEDNN_MAX_CPU_ISA=AVX2`, or through `benchmarks/isa.py env --isa=avx2`, for the
-AVX2 setting) and the machine (`machine.py`).
+Every row carries `onednn_isa` (what oneDNN reported, `benchmarks/isa.py`; for the
+AVX2 setting run it under `eval "$(.venv/bin/python benchmarks/isa.py env --isa=avx2)"`)
+and the machine (`machine.py`).
 """
 
 from __future__ import annotations

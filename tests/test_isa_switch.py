@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -43,8 +44,10 @@ def test_stamp_adds_the_fields_and_keeps_what_rows_have(tmp_path):
                     + json.dumps({"system": "t2t_lite"}) + "\n")
     assert isa.stamp(str(rows), "avx2", "Intel AVX2") == 2
     first, second = [json.loads(line) for line in rows.read_text().splitlines()]
+    date = first.pop("date")
     assert first == {"system": "torch", "cpu": "from the row", "isa": "avx2",
                      "onednn_isa": "Intel AVX2"}
+    assert re.fullmatch(r"20\d\d-\d\d-\d\d", date) and second["date"] == date
     assert second["isa"] == "avx2" and second["cpu"] == isa.cpu_model()
     assert not (tmp_path / "rows.jsonl.tmp").exists()
 
