@@ -1,7 +1,7 @@
 """The trainer end to end on Multi30k against its own step on fixed shapes (issue 28).
 
     python benchmarks/trainer_end_to_end.py --data_dir=DATA --minutes=4 [--jit] \
-        [--hparams_overrides=length_bucket_step=1.5] [--out=benchmarks/results/...]
+        [--overrides=length_bucket_step=1.5] [--out=benchmarks/results/...]
 
 `DATA` is a `t2t_lite-datagen --problem=multi30k_ende` directory (with
 `--raw_dir=../shared/data/multi30k` it is written first when missing). Trains
@@ -9,7 +9,8 @@ the `multi30k` set (the `bench` size of `train_speed.py`: N=3, d_model 256,
 d_ff 1024, h=4) with `batch_size=1024` (train_speed.py's 32 x 32 tokens) for
 `--minutes` of the trainer's own budget, no dev evaluation, in this process, then
 runs `train_speed.py`'s `bench` step (random ids, no padding, the same step
-builder, vocabulary 8192) in the same process. One JSON line:
+builder, vocabulary 8192; with XLA under `--jit`) in the same process; the run
+directory is removed at the end. One JSON line:
 
 - `end_to_end_tokens_per_s`: every non-padding target token the trainer
   trained on (summed as each update reports it) over the wall seconds of the
@@ -31,6 +32,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import statistics
 import sys
 import tempfile
@@ -102,9 +104,12 @@ def train(args, log) -> tuple[float, int]:
     options = TrainOptions(train_minutes=args.minutes, log_every_steps=args.log_every_steps,
                            jit_compile=args.jit, eval=EvalOptions(eval_every_steps=0))
     output_dir = tempfile.mkdtemp(prefix="trainer_end_to_end_")
-    start = time.perf_counter()
-    result = trainer.train(problem, hparams, output_dir, args.data_dir, options, log=log)
-    return time.perf_counter() - start, result.step
+    try:
+        start = time.perf_counter()
+        result = trainer.train(problem, hparams, output_dir, args.data_dir, options, log=log)
+        return time.perf_counter() - start, result.step
+    finally:
+        shutil.rmtree(output_dir, ignore_errors=True)
 
 
 def main():
