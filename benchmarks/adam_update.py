@@ -25,7 +25,6 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
@@ -33,24 +32,10 @@ import isa  # noqa: E402
 import train_speed  # noqa: E402
 from machine import append_row, machine_fields  # noqa: E402
 
-from t2t_lite import registry  # noqa: E402
-from t2t_lite.training import trainer  # noqa: E402
-from t2t_lite.training.adam import FusedAdam  # noqa: E402
-
-OPTIMIZERS = {"keras": keras.optimizers.Adam, "fused": FusedAdam}
-
 
 def build(size: str, name: str):
     """A traced update of `size`'s weights with optimizer `name` (fixed gradients)."""
-    overrides, vocab = train_speed.SIZES[size][:2]
-    hparams = registry.hparams("base").override(overrides)
-    library = trainer.FusedAdam
-    trainer.FusedAdam = OPTIMIZERS[name]
-    try:
-        model, optimizer = trainer.build_state(train_speed._VocabProblem(vocab), hparams,
-                                               tf.distribute.get_strategy())
-    finally:
-        trainer.FusedAdam = library
+    model, optimizer, _ = train_speed.build_state(size, name)
     rng = np.random.default_rng(0)
     grads = [tf.constant(rng.normal(size=v.shape).astype(np.float32) * 1e-3)
              for v in model.trainable_variables]
@@ -78,18 +63,18 @@ def main():
     args = parser.parse_args()
     machine = machine_fields()
     updates, params = {}, 0
-    for name in OPTIMIZERS:
+    for name in train_speed.OPTIMIZERS:
         updates[name], params = build(args.size, name)
         for _ in range(3):
             updates[name]()
-    seconds = {name: [] for name in OPTIMIZERS}
+    seconds = {name: [] for name in train_speed.OPTIMIZERS}
     for _ in range(args.rounds):
         for name, update in updates.items():
             start = time.perf_counter()
             update()
             seconds[name].append(time.perf_counter() - start)
     onednn_isa = isa.probe()
-    for name in OPTIMIZERS:
+    for name in train_speed.OPTIMIZERS:
         append_row(update_row(args.size, name, seconds[name], params, machine, onednn_isa),
                    args.out)
 

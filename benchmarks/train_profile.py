@@ -30,7 +30,6 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import isa  # noqa: E402
@@ -38,23 +37,6 @@ import train_speed  # noqa: E402
 from decode_profile import op_times  # noqa: E402
 from machine import RESULTS, append_row, machine_fields  # noqa: E402
 
-from t2t_lite import registry  # noqa: E402
-from t2t_lite.training import trainer  # noqa: E402
-from t2t_lite.training.train_step import StepRunner  # noqa: E402
-
-
-def build(size: str, jit: bool):
-    """(runner, batches) of train_speed.py's workload at `size`."""
-    overrides, vocab, batch, source_length, target_length = train_speed.SIZES[size]
-    hparams = registry.hparams("base").override(overrides)
-    strategy = tf.distribute.MirroredStrategy()
-    model, optimizer = trainer.build_state(train_speed._VocabProblem(vocab), hparams, strategy)
-    runner = StepRunner(model, optimizer, strategy, hparams.label_smoothing, jit_compile=jit)
-    rng = np.random.default_rng(1234)
-    batches = [{"inputs": rng.integers(3, vocab, (batch, source_length), dtype=np.int32),
-                "targets": rng.integers(3, vocab, (batch, target_length), dtype=np.int32)}
-               for _ in range(8)]
-    return runner, batches
 
 
 def profile_row(args, wall: float, seconds: dict, counts: dict, machine: dict,
@@ -85,7 +67,7 @@ def main():
                         help="rows are appended here (- : print only)")
     args = parser.parse_args()
     machine = machine_fields()
-    runner, batches = build(args.size, args.jit)
+    _, runner, batches = train_speed.build(args.size, args.jit)
     for i in range(train_speed.STEPS[args.size][0]):  # Trace, compile, warm up.
         runner.step([batches[i % 8]])
     logdir = tempfile.mkdtemp(prefix="train_profile_")

@@ -76,23 +76,41 @@ class _VocabProblem:
         self.source_vocab_size = self.target_vocab_size = vocab
 
 
-def run(size: str, jit: bool, budget_s: float, adam: str = "fused") -> dict:
-    overrides, vocab, batch, source_length, target_length = SIZES[size]
+OPTIMIZERS = {"fused": None, "keras": keras.optimizers.Adam}  # None: the trainer's FusedAdam.
+
+
+def build_state(size: str, adam: str = "fused", strategy=None):
+    """(model, optimizer, hparams) of `size` as the trainer builds them; `adam="keras"`
+    swaps in Keras' own Adam (the update before issue 28's change) for the build."""
+    overrides, vocab = SIZES[size][:2]
     hparams = registry.hparams("base").override(overrides)
-    strategy = tf.distribute.MirroredStrategy()
     library = trainer.FusedAdam
-    if adam == "keras":  # The update before issue 28's change, for the side by side.
-        trainer.FusedAdam = keras.optimizers.Adam
+    trainer.FusedAdam = OPTIMIZERS[adam] or library
     try:
-        model, optimizer = trainer.build_state(_VocabProblem(vocab), hparams, strategy)
+        model, optimizer = trainer.build_state(_VocabProblem(vocab), hparams,
+                                               strategy or tf.distribute.get_strategy())
     finally:
         trainer.FusedAdam = library
+    return model, optimizer, hparams
+
+
+def build(size: str, jit: bool, adam: str = "fused"):
+    """(model, StepRunner, 8 random batches) of the workload at `size`."""
+    _, vocab, batch, source_length, target_length = SIZES[size]
+    strategy = tf.distribute.MirroredStrategy()
+    model, optimizer, hparams = build_state(size, adam, strategy)
     runner = StepRunner(model, optimizer, strategy, hparams.label_smoothing,
                         jit_compile=jit)
     rng = np.random.default_rng(1234)
     batches = [{"inputs": rng.integers(3, vocab, (batch, source_length), dtype=np.int32),
                 "targets": rng.integers(3, vocab, (batch, target_length), dtype=np.int32)}
                for _ in range(8)]
+    return model, runner, batches
+
+
+def run(size: str, jit: bool, budget_s: float, adam: str = "fused") -> dict:
+    batch, source_length, target_length = SIZES[size][2:]
+    model, runner, batches = build(size, jit, adam)
     warmup, timed = STEPS[size]
     start = time.perf_counter()
     for i in range(warmup):
