@@ -72,6 +72,8 @@ class HParams:
     word_class_features: bool = _shaping(False)  # Encoder input + an embedding of the word's class.
     tagging_loss: float = _shaping(0.0)  # Weight of the encoder's auxiliary POS-tagging loss.
     word_dropout: float = _shaping(0.0)  # Training: a source word becomes its class piece.
+    # Training: word dropout of alpha / (alpha + the word's training count) on top.
+    word_dropout_alpha: float = _shaping(0.0)
     # --- The RNN baselines (t2t_lite.rnn: rnn_seq2seq, bahdanau, luong; hparams/rnn.py) ---
     # d_model is their state size, num_layers the depth of the encoder and of the decoder RNN.
     rnn_cell: str = _shaping("lstm")  # "lstm" or "gru".
@@ -131,9 +133,13 @@ class HParams:
         _check(self.tagging_loss >= 0.0, f"tagging_loss must be >= 0, got {self.tagging_loss}")
         _check(0.0 <= self.word_dropout < 1.0,
                f"word_dropout must be in [0, 1), got {self.word_dropout}")
+        _check(self.word_dropout_alpha >= 0.0,
+               f"word_dropout_alpha must be >= 0, got {self.word_dropout_alpha}")
         _check(self.model == "aligned_transformer"
-               or not (self.word_class_features or self.tagging_loss or self.word_dropout),
-               "word_class_features, tagging_loss and word_dropout need model=aligned_transformer "
+               or not (self.word_class_features or self.tagging_loss or self.word_dropout
+                       or self.word_dropout_alpha),
+               "word_class_features, tagging_loss, word_dropout and word_dropout_alpha need "
+               "model=aligned_transformer "
                f"(got model={self.model}); use a parsing_*aligned hparams set")
         _check(self.rnn_cell in RNN_CELLS,
                f"rnn_cell must be one of {', '.join(RNN_CELLS)}, not {self.rnn_cell!r}")

@@ -294,6 +294,22 @@ class WsjParsing(Text2TextProblem):
             return None
         return unknown_ids([source.id_to_piece(i) for i in range(source.vocab_size)])
 
+    def source_word_counts(self) -> list[int] | None:
+        """How often each source id occurs in the training shards (for word dropout
+        by frequency, `word_dropout_alpha`); None for a BPE source.
+
+        Raises:
+          ProblemError: no training shards in the data_dir.
+        """
+        import numpy as np
+
+        if self.source_vocab.model_type != "word":
+            return None
+        counts = np.zeros(self.source_vocab_size, np.int64)
+        for example in self.examples("train").as_numpy_iterator():
+            np.add.at(counts, example["inputs"], 1)
+        return counts.tolist()
+
     def decode_constraint(self, tag_dictionary: bool = True):
         """The tree constraint over this data_dir's vocabularies (built once).
 

@@ -17,6 +17,8 @@ SLOTS = [5, 6, 7]
 # A word-level source: control pieces, words, and two class pieces (unknown words).
 SOURCE = ["<pad>", "</s>", "<unk>", MARK + "the", MARK + "Corp.", MARK + "1987",
           MARK + "walking", MARK + "<unk:num>", MARK + "<unk:Cap>", MARK + "runs"]
+# Training counts of SOURCE's ids: Corp. never seen, 1987 three times.
+COUNTS = [0, 50, 0, 100, 0, 3, 1, 7, 9, 1]
 
 
 class _Problem:
@@ -33,6 +35,9 @@ class _Problem:
 
     def source_unknown_ids(self):
         return word_classes.unknown_ids(SOURCE) if self.classes else None
+
+    def source_word_counts(self):
+        return COUNTS if self.classes else None
 
 
 def _model(tiny_hparams, overrides, seed=0):
@@ -105,6 +110,38 @@ def test_word_dropout_replaces_words_only_while_training(tiny_hparams):
     is_unknown = np.isclose(embedded, as_unknown, atol=1e-6).all(-1)
     assert (is_word | is_unknown).all()
     assert 0.4 < (is_unknown & ~is_word)[can_change].mean() < 0.6
+
+
+def test_word_dropout_by_frequency_drops_rare_words_more(tiny_hparams):
+    # alpha / (alpha + count), on top of word_dropout: Corp. (count 0) always,
+    # 1987 (count 3) with 0.1 + 1 / 4; ids without a class piece never change.
+    model = _model(tiny_hparams, "word_dropout=0.1,word_dropout_alpha=1.0")
+    expected = np.minimum(0.1 + 1.0 / (1.0 + np.array(COUNTS, np.float64)), 1.0)
+    np.testing.assert_allclose(np.array(model.word_drop_rates), expected, rtol=1e-6)
+    rng = np.random.default_rng(0)
+    inputs = rng.integers(0, len(SOURCE), size=(128, 50)).astype(np.int32)
+    dropped = np.array(model.drop_words(inputs))
+    unknown = np.array(word_classes.unknown_ids(SOURCE))[inputs]
+    changed = dropped != inputs
+    np.testing.assert_array_equal(dropped[changed], unknown[changed])
+    assert not changed[unknown == inputs].any()
+    assert changed[inputs == 4].all()  # Corp.: rate 1.
+    assert 0.30 < changed[inputs == 5].mean() < 0.40  # 1987: rate 0.35.
+    # Alpha alone: the rate of 1987 is 1 / 4.
+    alone = _model(tiny_hparams, "word_dropout_alpha=1.0")
+    assert 0.20 < (np.array(alone.drop_words(inputs)) != inputs)[inputs == 5].mean() < 0.30
+    plain = type(alone).__mro__[1]._encoder_input(alone, inputs, False)
+    np.testing.assert_array_equal(np.array(alone._encoder_input(inputs, False)),
+                                  np.array(plain))  # Not while decoding.
+    with pytest.raises(HParamsError, match="word_dropout_alpha must be >= 0"):
+        tiny_hparams.override("model=aligned_transformer,word_dropout_alpha=-1")
+    with pytest.raises(HParamsError, match="aligned_transformer"):
+        tiny_hparams.override("word_dropout_alpha=0.25")
+    bare = weights.build_model(
+        tiny_hparams.override("model=aligned_transformer,shared_embedding=false,"
+                              "word_dropout_alpha=0.25"), len(SOURCE), len(TARGET))
+    with pytest.raises(ValueError, match="word-level source"):
+        bare.adapt(_Problem(classes=False))
 
 
 def test_word_dropout_needs_a_word_level_source(tiny_hparams):

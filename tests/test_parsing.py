@@ -182,6 +182,24 @@ def test_the_constraint_holds_a_tag_dictionary_from_the_training_shards(parsing_
     assert "no training shards" in capsys.readouterr().err
 
 
+def test_source_word_counts_are_the_training_trees_word_counts(parsing_run):
+    import collections
+
+    from t2t_lite.problems.parsing import TreebankCorpus
+
+    raw, data, _, _ = parsing_run
+    problem = registry.problem("wsj_parsing")
+    problem.set_data_dir(data)
+    counts = problem.source_word_counts()
+    assert len(counts) == problem.source_vocab_size
+    words = collections.Counter(
+        w for source, _ in TreebankCorpus(find_splits(raw)["train"]).pairs() for w in source.split())
+    assert len(words) == 10  # The toy grammar's words.
+    for word, count in words.items():
+        assert counts[problem.encode(word)[0]] == count, word
+    assert counts[1] == 480  # EOS: once per training tree.
+
+
 def ptb_tags(pieces):
     from t2t_lite.parsing.tree_constraint import TAG, token_tables
 

@@ -36,6 +36,12 @@ Two levers for a small treebank (issue 23), off by default:
   with unknown-word entries). The non-trainable float32 weight
   `word_unknown_ids` [V_src], filled by `adapt` from
   `problem.source_unknown_ids()`, holds the replacement of every id.
+- `word_dropout_alpha` (hparams): word dropout by frequency (Kiperwasser and
+  Goldberg 2016): a word seen c times in training is dropped with probability
+  word_dropout + alpha / (alpha + c) (at most 1), so the rarest words are
+  learned mostly as unknown and frequent ones keep their own embedding. The
+  rate of every id is the non-trainable float32 weight `word_drop_rates`
+  [V_src], filled by `adapt` from `problem.source_word_counts()`.
 - `tagging_loss` (hparams): an auxiliary POS-tagging loss on the encoder (a
   softmax over the target vocabulary at each word, whose label is the word's
   slot in the target), weighted and added to the summed token loss by the
@@ -77,13 +83,18 @@ class AlignedTransformer(Transformer):
     """
 
     def __init__(self, *args, word_class_features=False, tagging_loss=0.0, word_dropout=0.0,
-                 **kwargs):
+                 word_dropout_alpha=0.0, **kwargs):
         super().__init__(*args, **kwargs)
         self.word_class_features = bool(word_class_features)
         self.auxiliary_loss = float(tagging_loss)
         self.word_dropout = float(word_dropout)
+        self.word_dropout_alpha = float(word_dropout_alpha)
         d_model, dtype = self.layer_config.d_model, self.dtype_policy
-        if self.word_dropout:
+        if self.word_dropout_alpha:
+            self.word_drop_rates = self.add_weight(
+                shape=(self.source_vocab_size,), initializer="zeros", dtype="float32",
+                trainable=False, autocast=False, name="word_drop_rates")
+        if self.word_dropout or self.word_dropout_alpha:
             self.word_unknown_ids = self.add_weight(
                 shape=(self.source_vocab_size,), initializer="zeros", dtype="float32",
                 trainable=False, autocast=False, name="word_unknown_ids")
@@ -107,7 +118,8 @@ class AlignedTransformer(Transformer):
     @classmethod
     def hparams_kwargs(cls, hparams) -> dict:
         return {"word_class_features": hparams.word_class_features,
-                "tagging_loss": hparams.tagging_loss, "word_dropout": hparams.word_dropout}
+                "tagging_loss": hparams.tagging_loss, "word_dropout": hparams.word_dropout,
+                "word_dropout_alpha": hparams.word_dropout_alpha}
 
     def build_weights(self):
         """Creates every weight, the tagger's too, with a one-token batch."""
@@ -117,7 +129,8 @@ class AlignedTransformer(Transformer):
     def get_config(self):
         config = super().get_config()
         config.update(word_class_features=self.word_class_features,
-                      tagging_loss=self.auxiliary_loss, word_dropout=self.word_dropout)
+                      tagging_loss=self.auxiliary_loss, word_dropout=self.word_dropout,
+                      word_dropout_alpha=self.word_dropout_alpha)
         return config
 
     def adapt(self, problem):
@@ -130,12 +143,8 @@ class AlignedTransformer(Transformer):
         """
         if self.word_class_features:
             self._adapt_word_classes(problem)
-        if self.word_dropout:
-            unknown = problem.source_unknown_ids()
-            if unknown is None or len(unknown) != self.source_vocab_size:
-                raise ValueError(f"word_dropout needs a word-level source vocabulary "
-                                 f"({problem.name} has none); drop word_dropout")
-            self.word_unknown_ids.assign(np.asarray(unknown, np.float32))
+        if self.word_dropout or self.word_dropout_alpha:
+            self._adapt_word_dropout(problem)
         slots = np.zeros(self.target_vocab_size, np.float32)
         ids = problem.word_slot_ids()
         if ids is not None:
@@ -145,6 +154,22 @@ class AlignedTransformer(Transformer):
                                  f"got {ids.min()}..{ids.max()}")
             slots[ids] = 1.0
         self.word_slots.assign(slots)
+
+    def _adapt_word_dropout(self, problem):
+        unknown = problem.source_unknown_ids()
+        if unknown is None or len(unknown) != self.source_vocab_size:
+            raise ValueError(f"word_dropout needs a word-level source vocabulary "
+                             f"({problem.name} has none); drop word_dropout")
+        self.word_unknown_ids.assign(np.asarray(unknown, np.float32))
+        if self.word_dropout_alpha:
+            counts = problem.source_word_counts()
+            if counts is None or len(counts) != self.source_vocab_size:
+                raise ValueError(f"word_dropout_alpha needs the training counts of a word-level "
+                                 f"source ({problem.name} has none); drop word_dropout_alpha")
+            counts = np.asarray(counts, np.float64)
+            alpha = self.word_dropout_alpha
+            rates = np.minimum(self.word_dropout + alpha / (alpha + counts), 1.0)
+            self.word_drop_rates.assign(rates.astype(np.float32))
 
     def _adapt_word_classes(self, problem):
         classes = problem.source_word_classes()
@@ -156,7 +181,7 @@ class AlignedTransformer(Transformer):
     def _encoder_input(self, inputs, training):
         """Word embedding + PE (+ the word's class embedding), then dropout; while
         training, word dropout first."""
-        if training and self.word_dropout:
+        if training and (self.word_dropout or self.word_dropout_alpha):
             inputs = self.drop_words(inputs)
         extra = None
         if self.word_class_features:
@@ -167,11 +192,14 @@ class AlignedTransformer(Transformer):
 
     def drop_words(self, inputs):
         """inputs int [B, S] -> int32 [B, S], each id replaced by its
-        `word_unknown_ids` entry with probability `word_dropout`."""
+        `word_unknown_ids` entry with probability `word_dropout` (with
+        `word_dropout_alpha`, the id's `word_drop_rates` entry)."""
         ids = ops.cast(inputs, "int32")
         unknown = ops.cast(ops.take(self.word_unknown_ids, ids, axis=0), "int32")
         drop = keras.random.uniform(ops.shape(ids), seed=self.word_dropout_seed)
-        return ops.where(drop < self.word_dropout, unknown, ids)
+        rate = (ops.take(self.word_drop_rates, ids, axis=0) if self.word_dropout_alpha
+                else self.word_dropout)
+        return ops.where(drop < rate, unknown, ids)
 
     def call(self, features, training=None, return_attention_scores=False,
              return_auxiliary_loss=False):
