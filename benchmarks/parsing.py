@@ -78,8 +78,42 @@ def main():
                 "precision": round(t.precision, 2),
                 "f1_errors_as_unparsed": round(strict_f1(result, report.references, params), 2),
                 "errors": t.errors, "skipped": t.skipped,
-                "tagging": round(t.tag_accuracy, 2), "decode_seconds": round(seconds, 1)}),
+                "tagging": round(t.tag_accuracy, 2),
+                **unknown_word_tagging(problem, report.hypotheses, report.references),
+                "decode_seconds": round(seconds, 1)}),
                 flush=True)
+
+
+def unknown_word_tagging(problem, hypotheses, references) -> dict:
+    """Tagging accuracy (every word, punctuation too) split by whether the word-level
+    source vocabulary knows the word: {"unknown_share", "tagging_known",
+    "tagging_unknown"} in percent; {} for a BPE source. A sentence whose trees
+    disagree on the words (an unparsed line) counts as all wrong."""
+    from t2t_lite.data import word_classes
+    from t2t_lite.parsing import ptb
+
+    vocab = problem.source_vocab
+    if vocab.model_type != "word":
+        return {}
+    pieces = set(word_classes.CLASS_PIECES)
+    classes = {i for i in range(vocab.vocab_size) if vocab.id_to_piece(i) in pieces}
+    right, total = {True: 0, False: 0}, {True: 0, False: 0}
+    for hypothesis, reference in zip(hypotheses, references):
+        gold = ptb.read_trees(reference)[0]
+        words, gold_tags = ptb.words(gold), ptb.tags(gold)
+        try:
+            tree = ptb.read_trees(hypothesis)[0]
+            tags = ptb.tags(tree) if ptb.words(tree) == words else [None] * len(words)
+        except ptb.TreeError:
+            tags = [None] * len(words)
+        for word, gold_tag, tag in zip(words, gold_tags, tags):
+            unknown = problem.encode(ptb.unescape_word(word))[0] in classes
+            total[unknown] += 1
+            right[unknown] += tag == gold_tag
+    words = total[True] + total[False]
+    return {"unknown_share": round(100 * total[True] / max(words, 1), 2),
+            "tagging_known": round(100 * right[False] / max(total[False], 1), 2),
+            "tagging_unknown": round(100 * right[True] / max(total[True], 1), 2)}
 
 
 def _field(item: str):

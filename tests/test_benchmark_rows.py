@@ -239,3 +239,31 @@ def test_multi30k_dev_curve_counts_training_minutes_only():
     events = [(4000.0, 2000, 1.71234), (1600.0, 1000, 2.5)]
     assert multi30k.dev_curve(events, spans, 2000) == [[10.0, 1000, 2.5], [40.0, 2000, 1.7123]]
     assert multi30k.dev_curve(events, spans, 1500) == [[10.0, 1000, 2.5]]
+
+
+def test_parsing_rows_split_tagging_by_unknown_words():
+    import parsing
+
+    from t2t_lite.data import word_classes
+
+    mark = word_classes.SPACE_MARK
+    pieces = ["<pad>", "</s>", "<unk>", mark + "dogs", mark + ".", *word_classes.CLASS_PIECES]
+    index = {piece: i for i, piece in enumerate(pieces)}
+
+    class Vocab:
+        model_type, vocab_size = "word", len(pieces)
+
+        def id_to_piece(self, i):
+            return pieces[i]
+
+    problem = types.SimpleNamespace(source_vocab=Vocab(), encode=lambda text: [
+        index.get(mark + w, index[word_classes.word_class(w)]) for w in text.split()])
+    gold = "(TOP (S (NP (NNP Zorblax) (NNS dogs)) (VP (VBD barked)) (. .)))"
+    hypothesis = "(TOP (S (NP (NN Zorblax) (NNS dogs)) (VP (VBD barked)) (. .)))"
+    assert parsing.unknown_word_tagging(problem, [hypothesis], [gold]) == {
+        "unknown_share": 50.0, "tagging_known": 100.0, "tagging_unknown": 50.0}
+    # An unparsed line (other words) counts every word wrong; a BPE source has no split.
+    assert parsing.unknown_word_tagging(problem, ["(TOP (XX a))"], [gold]) == {
+        "unknown_share": 50.0, "tagging_known": 0.0, "tagging_unknown": 0.0}
+    Vocab.model_type = "bpe"
+    assert parsing.unknown_word_tagging(problem, [hypothesis], [gold]) == {}

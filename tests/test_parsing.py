@@ -116,24 +116,21 @@ def _run(*args):
 
 
 @pytest.fixture(scope="module")
-def parsing_run(tmp_path_factory):
-    """datagen on a WSJ-laid-out directory, then a short run of the `parsing` set."""
+def wsj_data(tmp_path_factory):
+    """datagen on a WSJ-laid-out directory: (raw_dir, data_dir, a fresh run directory)."""
     root = tmp_path_factory.mktemp("parsing")
     raw, data, out = (str(root / n) for n in ("raw", "data", "out"))
     write_wsj(raw)
     _run("t2t_lite.bin.datagen", "--problem=wsj_parsing", f"--data_dir={data}",
          f"--raw_dir={raw}", "--source_vocab_size=300")
-    result = _run("t2t_lite.bin.trainer", "--problem=wsj_parsing", "--hparams=parsing",
-                  f"--data_dir={data}", f"--output_dir={out}", "--train_steps=1",
-                  "--eval_every_steps=0", "--hparams_overrides=batch_size=512")
-    return raw, data, out, result.stdout + result.stderr
+    return raw, data, out
 
 
 @pytest.fixture(scope="module")
-def small_parsing_run(parsing_run):
-    """The `parsing` set made small (1 x 64), 1 step on the same data: what decoding
-    with the problem's constraint needs, without loading the full set's 1 GB."""
-    _, data, out, _ = parsing_run
+def small_parsing_run(wsj_data):
+    """The `parsing` set made small (1 x 64), 1 step on the WSJ-laid-out data: what
+    decoding with the problem's constraint needs, without the full set's 1 GB."""
+    _, data, out = wsj_data
     small = out + "_small"
     _run("t2t_lite.bin.trainer", "--problem=wsj_parsing", "--hparams=parsing",
          f"--data_dir={data}", f"--output_dir={small}", "--train_steps=1",
@@ -142,8 +139,13 @@ def small_parsing_run(parsing_run):
     return small
 
 
-def test_trainer_starts_with_the_parsing_set_on_the_wsj_layout(parsing_run):
-    _, data, out, log = parsing_run
+@pytest.mark.slow  # The full `parsing` set (84M parameters, a 1 GB checkpoint): 35 s.
+def test_trainer_starts_with_the_parsing_set_on_the_wsj_layout(wsj_data):
+    _, data, out = wsj_data
+    result = _run("t2t_lite.bin.trainer", "--problem=wsj_parsing", "--hparams=parsing",
+                  f"--data_dir={data}", f"--output_dir={out}", "--train_steps=1",
+                  "--eval_every_steps=0", "--hparams_overrides=batch_size=512")
+    log = result.stdout + result.stderr
     assert "training wsj_parsing with" in log
     problem = registry.problem("wsj_parsing")
     problem.set_data_dir(data)
@@ -158,9 +160,9 @@ def test_trainer_starts_with_the_parsing_set_on_the_wsj_layout(parsing_run):
     assert written == {"train": 480, "dev": 24, "test": 24}  # 20, 1, 1 sections x 2 x 12.
 
 
-def test_the_constraint_holds_a_tag_dictionary_from_the_training_shards(parsing_run, tmp_path,
+def test_the_constraint_holds_a_tag_dictionary_from_the_training_shards(wsj_data, tmp_path,
                                                                         capsys):
-    _, data, _, _ = parsing_run
+    _, data, _ = wsj_data
     problem = registry.problem("wsj_parsing")
     problem.set_data_dir(data)
     constraint = problem.decode_constraint()
@@ -182,12 +184,12 @@ def test_the_constraint_holds_a_tag_dictionary_from_the_training_shards(parsing_
     assert "no training shards" in capsys.readouterr().err
 
 
-def test_source_word_counts_are_the_training_trees_word_counts(parsing_run):
+def test_source_word_counts_are_the_training_trees_word_counts(wsj_data):
     import collections
 
     from t2t_lite.problems.parsing import TreebankCorpus
 
-    raw, data, _, _ = parsing_run
+    raw, data, _ = wsj_data
     problem = registry.problem("wsj_parsing")
     problem.set_data_dir(data)
     counts = problem.source_word_counts()
