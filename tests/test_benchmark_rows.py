@@ -267,3 +267,18 @@ def test_parsing_rows_split_tagging_by_unknown_words():
         "unknown_share": 50.0, "tagging_known": 0.0, "tagging_unknown": 0.0}
     Vocab.model_type = "bpe"
     assert parsing.unknown_word_tagging(problem, [hypothesis], [gold]) == {}
+
+
+def test_decoder_end_to_end_row():
+    import decoder_end_to_end
+
+    args = types.SimpleNamespace(output_dir="runs/m30k", input="/data/test.en.gz", threads=2)
+    first = decoder_end_to_end.decoder_row(False, 0, 10.0, ["a b", "c"], None, args,
+                                           FAKE_MACHINE, "Intel AVX2")
+    assert (first["sentences"], first["sentences_per_s"], first["output_pieces"],
+            first["identical_lines"], first["jit"]) == (2, 0.2, 3, 1.0, False)
+    row = decoder_end_to_end.decoder_row(True, 1, 4.0, ["a b", "d"], ["a b", "c"], args,
+                                         FAKE_MACHINE, "Intel AVX2")
+    assert row["identical_lines"] == 0.5 and row["input"] == "test.en.gz"
+    assert set(MACHINE) | {"bench", "jit", "round", "threads", "wall_seconds",
+                           "onednn_isa"} <= set(row)

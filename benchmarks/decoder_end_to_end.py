@@ -1,0 +1,95 @@
+"""`t2t_lite-decoder` end to end, with and without XLA, on real sentences (issue 28).
+
+    python benchmarks/decoder_end_to_end.py --output_dir=RUN --input=FILE \
+        [--lines=1000] [--rounds=2] [--threads=2] [--out=benchmarks/results/...]
+
+Runs the decoder CLI as a user does (`python -m t2t_lite.bin.decoder
+--output_dir=RUN --decode_from_file=FILE --decode_to_file=...`, beam and alpha
+from the run's hparams), without flags and with `--jit`, in turn, `--rounds`
+times, each in a fresh process on `--threads` threads (TF_NUM_INTRAOP_THREADS).
+FILE may be gzipped; its first `--lines` lines are decoded. One JSON row per
+process: `wall_seconds` is the whole process (start, model load, tracing or XLA
+compiles, decoding, writing), `sentences_per_s` lines over it, `output_pieces`
+the whitespace-separated tokens written, and `identical_lines` the fraction of
+output lines equal to the first no-flag process's. Rows carry `onednn_isa`
+(`benchmarks/isa.py`; the AVX2 setting: run under `eval "$(.venv/bin/python
+benchmarks/isa.py env --isa=avx2)"`) and the machine (`machine.py`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import isa  # noqa: E402
+from machine import append_row, machine_fields  # noqa: E402
+
+
+def decoder_row(jit: bool, round_: int, seconds: float, outputs: list[str],
+                first: list[str] | None, args, machine: dict, onednn_isa) -> dict:
+    """One process's row; `first` is the first no-flag output (None: this is it)."""
+    same = outputs if first is None else first
+    identical = sum(a == b for a, b in zip(outputs, same)) / max(len(outputs), 1)
+    return {"bench": "decoder_end_to_end", "output_dir": args.output_dir,
+            "input": os.path.basename(args.input), "jit": jit, "round": round_,
+            "threads": args.threads, "sentences": len(outputs),
+            "wall_seconds": round(seconds, 2),
+            "sentences_per_s": round(len(outputs) / seconds, 2),
+            "output_pieces": sum(len(line.split()) for line in outputs),
+            "identical_lines": round(identical, 4), "onednn_isa": onednn_isa, **machine}
+
+
+def run_decoder(args, source: str, jit: bool) -> tuple[float, list[str]]:
+    """(wall seconds of the decoder process, its output lines)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        target = os.path.join(tmp, "out.txt")
+        command = [sys.executable, "-m", "t2t_lite.bin.decoder", f"--output_dir={args.output_dir}",
+                   f"--decode_from_file={source}", f"--decode_to_file={target}"]
+        env = dict(os.environ, TF_NUM_INTRAOP_THREADS=str(args.threads),
+                   TF_NUM_INTEROP_THREADS="1", TF_CPP_MIN_LOG_LEVEL="3")
+        start = time.perf_counter()
+        subprocess.run(command + (["--jit"] if jit else []), env=env, check=True,
+                       capture_output=True, cwd=os.path.join(HERE, ".."))
+        seconds = time.perf_counter() - start
+        with open(target, encoding="utf-8") as f:
+            return seconds, f.read().splitlines()
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--output_dir", required=True, help="a trained run")
+    parser.add_argument("--input", required=True, help="sentences, one per line (.gz too)")
+    parser.add_argument("--lines", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", default=None, help="append the rows here too")
+    args = parser.parse_args(argv)
+    opener = gzip.open if args.input.endswith(".gz") else open
+    with opener(args.input, "rt", encoding="utf-8") as f:
+        lines = [line.rstrip("\n") for _, line in zip(range(args.lines), f)]
+    machine, onednn_isa = machine_fields(), isa.probe()
+    first = None
+    with tempfile.TemporaryDirectory() as tmp:
+        source = os.path.join(tmp, "in.txt")
+        with open(source, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+        for round_ in range(args.rounds):
+            for jit in (False, True):
+                seconds, outputs = run_decoder(args, source, jit)
+                append_row(decoder_row(jit, round_, seconds, outputs, first, args, machine,
+                                       onednn_isa), args.out)
+                first = outputs if first is None else first
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
