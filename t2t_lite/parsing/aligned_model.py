@@ -22,7 +22,7 @@ Which target ids are slots is the model's non-trainable float32 weight
 building the model). It is saved with the checkpoints, so the decoder, the
 averager and the exporter restore it without the problem.
 
-Two levers for a small treebank (issue 23), off by default:
+Levers for a small treebank (issue 23), off by default:
 - `word_class_features` (hparams): the encoder input adds C_w[class(x_i)], a
   learned embedding of each source word's class (`t2t_lite.data.word_classes`:
   shape and suffix; a word outside the vocabulary is its class), so rare and
@@ -136,10 +136,11 @@ class AlignedTransformer(Transformer):
     def adapt(self, problem):
         """Fills `word_slots` from `problem.word_slot_ids()` (None: no slot, zeros),
         with word_class_features `word_classes` from `problem.source_word_classes()`,
-        and with word_dropout `word_unknown_ids` from `problem.source_unknown_ids()`.
+        with word_dropout `word_unknown_ids` from `problem.source_unknown_ids()`, and
+        with word_dropout_alpha `word_drop_rates` from `problem.source_word_counts()`.
 
         Raises:
-          ValueError: an id outside the target vocabulary, or no word classes.
+          ValueError: an id outside the target vocabulary, or no word classes or counts.
         """
         if self.word_class_features:
             self._adapt_word_classes(problem)
