@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 import tensorflow as tf
 
 from conftest import free_ports
@@ -32,6 +33,7 @@ def test_one_machine_decides_by_its_own_flag_without_a_collective():
     assert strategy not in cluster._ANY_TRUE  # No all-reduce was built.
 
 
+@pytest.mark.slow  # Kept out of `make test` for its 6-minute budget; CI runs it.
 def test_two_workers_take_the_decision_any_of_them_asks_for():
     """Two processes under MultiWorkerMirroredStrategy (TF_CONFIG), ~10 s."""
     workers = [f"localhost:{port}" for port in free_ports(2)]

@@ -45,6 +45,7 @@ def _staging(out):
     return glob.glob(os.path.join(out, ".best-*"))
 
 
+@pytest.mark.slow  # Kept out of `make test` for its 6-minute budget; CI runs it.
 def test_full_disk_while_saving_best_keeps_the_old_one(tiny_hparams, tmp_path, monkeypatch):
     out = str(tmp_path)
     _train(tiny_hparams, out, 1)

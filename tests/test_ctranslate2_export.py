@@ -108,6 +108,7 @@ def _agreement(got, want):
     return sum(a[0] == b[0] for a, b in zip(got, want)) / len(want)
 
 
+@pytest.mark.slow  # Kept out of `make test` for its 6-minute budget; CI runs it.
 @needs_ct2
 def test_cli_writes_a_ctranslate2_model_with_vocabulary_and_sentencepiece(tiny, tmp_path,
                                                                            capsys):
@@ -134,6 +135,7 @@ def test_cli_writes_a_ctranslate2_model_with_vocabulary_and_sentencepiece(tiny, 
         (64, 50, "float32")
 
 
+@pytest.mark.slow  # Kept out of `make test` for its 6-minute budget; CI runs it.
 @needs_ct2
 def test_greedy_gives_t2t_lite_ids_scores_and_text(tiny):
     """The first 200 sentences but the shortest (padded to 16 here, a trace of its own)."""
@@ -331,6 +333,7 @@ def _word_level_parsing_data(data_dir):
     ("algorithmic", "algorithmic_reverse has no SentencePiece vocabulary"),
     ("d_k", "CTranslate2 needs d_k = d_v = d_model / h"),
 ])
+@pytest.mark.slow  # Kept out of `make test` for its 6-minute budget; CI runs it.
 def test_runs_ctranslate2_cannot_express_are_refused_in_one_line(tiny, tmp_path, capfd, case,
                                                                  needle):
     out = tmp_path / "run"
@@ -352,6 +355,7 @@ def test_runs_ctranslate2_cannot_express_are_refused_in_one_line(tiny, tmp_path,
     assert not os.path.exists(tmp_path / "export") or not os.listdir(tmp_path / "export")
 
 
+@pytest.mark.slow  # Kept out of `make test` for its 6-minute budget; CI runs it.
 def test_missing_ctranslate2_names_the_extra(tiny, tmp_path, capfd, monkeypatch):
     monkeypatch.setitem(sys.modules, "ctranslate2", None)  # `import ctranslate2` fails.
     line = _refusal([f"--output_dir={tiny.out}", f"--export_dir={tmp_path}",
@@ -371,6 +375,7 @@ def test_flags_of_the_other_format_are_one_line(tmp_path, capfd, flags, needle):
     assert needle in line
 
 
+@pytest.mark.slow  # Kept out of `make test` for its 6-minute budget; CI runs it.
 @needs_ct2
 def test_a_failed_export_leaves_no_partial_version(tiny, tmp_path, monkeypatch):
     import ctranslate2
@@ -393,6 +398,7 @@ def test_decode_lengths_are_t2t_lite_decode_policy():
         assert c2s._max_decoding_length(settings, tokens, 50) == want
 
 
+@pytest.mark.slow  # Kept out of `make test` for its 6-minute budget; CI runs it.
 @needs_ct2
 def test_serving_needs_neither_tensorflow_nor_a_module_level_ctranslate2(tiny):
     code = (

@@ -120,6 +120,7 @@ class _ReverseWithOwnMetric(AlgorithmicReverse):
         return [_SymbolsPerLine(), ExactMatch()]
 
 
+@pytest.mark.slow  # Kept out of `make test` for its 6-minute budget; CI runs it.
 def test_problems_own_metric_reaches_the_decoder(tmp_path, capsys):
     run = _train("test_reverse_with_own_metric", tmp_path / "run", 2)
     problem = registry.problem("test_reverse_with_own_metric")
@@ -241,6 +242,7 @@ class _TranslateEnFr(TranslateFiles):
     source_lang, target_lang = "en", "fr"
 
 
+@pytest.mark.slow  # Kept out of `make test` for its 6-minute budget; CI runs it.
 def test_translation_reference_prints_sacrebleu_and_target_language_bleu(tmp_path, capsys):
     from t2t_lite.metrics import bleu
 

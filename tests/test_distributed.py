@@ -77,6 +77,7 @@ def test_accumulation_equals_one_big_step(hparams):
     _assert_same_update(one, both)
 
 
+@pytest.mark.slow  # Kept out of `make test` for its 6-minute budget; CI runs it.
 def test_a_second_strategy_in_the_process_trains_another_model(hparams):
     """Two MirroredStrategy objects number their collectives from the same keys unless
     told otherwise: a second training of another shape in one process (a notebook, a

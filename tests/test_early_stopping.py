@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 import tensorflow as tf
 
 from t2t_lite import registry
@@ -78,6 +79,7 @@ def _train(hparams, output_dir, steps, evals=2):
     return result, [line for line in lines if line.startswith("dev step")], lines
 
 
+@pytest.mark.slow  # Kept out of `make test` for its 6-minute budget; CI runs it.
 def test_training_stops_at_the_right_evaluation_and_resumes_the_count(tiny_hparams, tmp_path):
     # Steps 1-4: reference 10, +0.3 (not > 0.5: 1), 10.6 (a new reference: 0), 10.6 (1).
     _Scripted.values = [10.0, 10.3, 10.6, 10.6]

@@ -147,6 +147,7 @@ def test_dev_loss_matches_the_loss_of_the_model(tiny_hparams, tmp_path):
     assert result.dev.nll == pytest.approx(totals[1] / totals[2], rel=1e-4)
 
 
+@pytest.mark.slow  # Kept out of `make test` for its 6-minute budget; CI runs it.
 def test_no_dev_split_or_eval_off_trains_without_evaluation(tiny_hparams, tmp_path):
     result, lines = _train("test_reverse_no_dev", tiny_hparams, tmp_path / "a", 3, eval_every=1)
     assert result.step == 3 and result.dev is None

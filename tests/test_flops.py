@@ -181,6 +181,7 @@ def _scalars(directory):
     return values
 
 
+@pytest.mark.slow  # Kept out of `make test` for its 6-minute budget; CI runs it.
 def test_trainer_reports_mfu_and_total_flops(tiny_hparams, tmp_path):
     lines, peak = [], 1e9
     straight = _train(tiny_hparams, tmp_path / "a", 6, lines, peak=peak)

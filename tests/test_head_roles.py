@@ -179,6 +179,7 @@ def run(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow  # Kept out of `make test` for its 6-minute budget; CI runs it.
 def test_cli_writes_table_json_and_png(run, tmp_path, capsys):
     png = str(tmp_path / "roles.png")
     assert visualize_cli.main(["--output_dir", run, "--head_roles", "--examples", "300",
@@ -213,6 +214,7 @@ def test_cli_writes_table_json_and_png(run, tmp_path, capsys):
     assert max(max(h["shares"]["previous"], h["shares"]["next"]) for h in heads) < 0.35
 
 
+@pytest.mark.slow  # Kept out of `make test` for its 6-minute budget; CI runs it.
 def test_batched_count_equals_sentence_by_sentence_maps(run):
     """The library's padded batches count what `attention.attention_maps` shows for
     each sentence alone (the pictures' own path), token by token."""

@@ -278,6 +278,7 @@ class _ReverseSeparate(AlgorithmicReverse):
         return 15
 
 
+@pytest.mark.slow  # Kept out of `make test` for its 6-minute budget; CI runs it.
 def test_separate_vocabularies_train_after_a_refused_start(tiny_hparams, tmp_path):
     out, problem = str(tmp_path), _ReverseSeparate()
     options = TrainOptions(eval=NO_EVAL, train_steps=4, log_every_steps=100)

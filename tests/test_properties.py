@@ -262,6 +262,7 @@ CLI_FILES = st.lists(st.one_of(
     st.text(alphabet="0123456789 ", max_size=12).map(str.encode)), max_size=4).map(b"\n".join)
 
 
+@pytest.mark.slow  # Kept out of `make test` for its 6-minute budget; CI runs it.
 @settings(max_examples=12, deadline=None, derandomize=True)
 @given(CLI_FILES)
 def test_decoder_cli_any_file(tiny_run, data):

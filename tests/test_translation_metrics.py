@@ -112,6 +112,7 @@ class _ReverseWithErrorRate(AlgorithmicReverse):
         return [ExactMatch(), _ScriptedErrorRate()]
 
 
+@pytest.mark.slow  # Kept out of `make test` for its 6-minute budget; CI runs it.
 def test_best_metric_keeps_best_by_the_chosen_lower_is_better_metric(tiny_hparams, tmp_path):
     _ScriptedErrorRate.values = [50.0, 20.0, 30.0]  # Dev evaluations at steps 1, 2 and 3.
     lines = []

@@ -126,6 +126,7 @@ def _overlaps_vertically(boxes):
     return any(a.y1 > b.y0 + 0.5 for a, b in zip(boxes, boxes[1:]))
 
 
+@pytest.mark.slow  # Kept out of `make test` for its 6-minute budget; CI runs it.
 def test_visualize_writes_png_and_html(run_dir, tmp_path, capsys):
     png, html = str(tmp_path / "attention.png"), str(tmp_path / "attention.html")
     assert visualize_cli.main(["--output_dir", run_dir, "--input", "3 1 4 1 5",
@@ -146,6 +147,7 @@ def test_visualize_writes_png_and_html(run_dir, tmp_path, capsys):
     np.testing.assert_allclose(cross.sum(-1), 1.0, atol=1e-3)
 
 
+@pytest.mark.slow  # Kept out of `make test` for its 6-minute budget; CI runs it.
 def test_html_page_matches_the_maps(run_dir):
     from t2t_lite.runs import weights
 
@@ -158,6 +160,7 @@ def test_html_page_matches_the_maps(run_dir):
                                maps.weights["encoder"], atol=1e-4)
 
 
+@pytest.mark.slow  # Kept out of `make test` for its 6-minute budget; CI runs it.
 def test_plot_writes_curves_with_and_without_dev(run_dir, tmp_path, capsys):
     out = str(tmp_path / "curves.png")
     assert plot_cli.main(["--output_dir", run_dir, "--output_file", out]) == 0
@@ -181,12 +184,14 @@ def test_missing_run_is_one_line(cli, tmp_path, capsys):
     assert len(err) == 1 and "error:" in err[0] and "Traceback" not in err[0]
 
 
+@pytest.mark.slow  # Kept out of `make test` for its 6-minute budget; CI runs it.
 def test_bad_input_is_one_line(run_dir, capsys):
     assert visualize_cli.main(["--output_dir", run_dir, "--input", "x y"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "not a symbol" in err[0]
 
 
+@pytest.mark.slow  # Kept out of `make test` for its 6-minute budget; CI runs it.
 def test_data_dir_override_reaches_the_problem(run_dir, tmp_path, monkeypatch, capsys):
     from t2t_lite.problems.base import Problem
 
