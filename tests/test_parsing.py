@@ -194,8 +194,8 @@ def test_source_word_counts_are_the_training_trees_word_counts(wsj_data):
     problem.set_data_dir(data)
     counts = problem.source_word_counts()
     assert len(counts) == problem.source_vocab_size
-    words = collections.Counter(
-        w for source, _ in TreebankCorpus(find_splits(raw)["train"]).pairs() for w in source.split())
+    pairs = TreebankCorpus(find_splits(raw)["train"]).pairs()
+    words = collections.Counter(w for source, _ in pairs for w in source.split())
     assert len(words) == 10  # The toy grammar's words.
     for word, count in words.items():
         assert counts[problem.encode(word)[0]] == count, word

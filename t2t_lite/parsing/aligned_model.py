@@ -156,28 +156,32 @@ class AlignedTransformer(Transformer):
             slots[ids] = 1.0
         self.word_slots.assign(slots)
 
+    def _source_table(self, problem, values, needs: str, lever: str) -> np.ndarray:
+        """One value per source id from the problem, as float32 [V_src].
+
+        Raises:
+          ValueError: None (no word-level source) or the wrong length.
+        """
+        if values is None or len(values) != self.source_vocab_size:
+            raise ValueError(f"{lever} needs {needs} ({problem.name} has none); drop {lever}")
+        return np.asarray(values, np.float32)
+
     def _adapt_word_dropout(self, problem):
-        unknown = problem.source_unknown_ids()
-        if unknown is None or len(unknown) != self.source_vocab_size:
-            raise ValueError(f"word_dropout needs a word-level source vocabulary "
-                             f"({problem.name} has none); drop word_dropout")
-        self.word_unknown_ids.assign(np.asarray(unknown, np.float32))
+        self.word_unknown_ids.assign(self._source_table(
+            problem, problem.source_unknown_ids(), "a word-level source vocabulary",
+            "word_dropout"))
         if self.word_dropout_alpha:
-            counts = problem.source_word_counts()
-            if counts is None or len(counts) != self.source_vocab_size:
-                raise ValueError(f"word_dropout_alpha needs the training counts of a word-level "
-                                 f"source ({problem.name} has none); drop word_dropout_alpha")
-            counts = np.asarray(counts, np.float64)
+            counts = self._source_table(problem, problem.source_word_counts(),
+                                        "the training counts of a word-level source",
+                                        "word_dropout_alpha").astype(np.float64)
             alpha = self.word_dropout_alpha
             rates = np.minimum(self.word_dropout + alpha / (alpha + counts), 1.0)
             self.word_drop_rates.assign(rates.astype(np.float32))
 
     def _adapt_word_classes(self, problem):
-        classes = problem.source_word_classes()
-        if classes is None or len(classes) != self.source_vocab_size:
-            raise ValueError(f"word_class_features needs a word-level source vocabulary "
-                             f"({problem.name} has none); drop word_class_features")
-        self.word_classes.assign(np.asarray(classes, np.float32))
+        self.word_classes.assign(self._source_table(
+            problem, problem.source_word_classes(), "a word-level source vocabulary",
+            "word_class_features"))
 
     def _encoder_input(self, inputs, training):
         """Word embedding + PE (+ the word's class embedding), then dropout; while
