@@ -74,6 +74,9 @@ class HParams:
     word_dropout: float = _shaping(0.0)  # Training: a source word becomes its class piece.
     # Training: word dropout of alpha / (alpha + the word's training count) on top.
     word_dropout_alpha: float = _shaping(0.0)
+    # --- The span chart of `span_transformer` (t2t_lite.parsing.span_model) ---
+    span_loss: float = _shaping(1.0)  # Weight of the summed span-class cross entropy.
+    span_classes: int = _shaping(128)  # "No phrase" + the phrase labels and unary chains kept.
     # --- The RNN baselines (t2t_lite.rnn: rnn_seq2seq, bahdanau, luong; hparams/rnn.py) ---
     # d_model is their state size, num_layers the depth of the encoder and of the decoder RNN.
     rnn_cell: str = _shaping("lstm")  # "lstm" or "gru".
@@ -135,12 +138,18 @@ class HParams:
                f"word_dropout must be in [0, 1), got {self.word_dropout}")
         _check(self.word_dropout_alpha >= 0.0,
                f"word_dropout_alpha must be >= 0, got {self.word_dropout_alpha}")
-        _check(self.model == "aligned_transformer"
+        _check(self.model in ("aligned_transformer", "span_transformer")
                or not (self.word_class_features or self.tagging_loss or self.word_dropout
                        or self.word_dropout_alpha),
                "word_class_features, tagging_loss, word_dropout and word_dropout_alpha need "
-               "model=aligned_transformer "
+               "model=aligned_transformer or span_transformer "
                f"(got model={self.model}); use a parsing_*aligned hparams set")
+        _check(self.span_loss >= 0.0 and self.span_classes >= 2,
+               f"span_loss must be >= 0 and span_classes >= 2, got {self.span_loss} and "
+               f"{self.span_classes}")
+        _check(self.model != "span_transformer" or self.tagging_loss > 0.0,
+               "model=span_transformer takes the POS tags from the encoder's tagger: "
+               "pass tagging_loss > 0")
         _check(self.rnn_cell in RNN_CELLS,
                f"rnn_cell must be one of {', '.join(RNN_CELLS)}, not {self.rnn_cell!r}")
         _check(self.attention_score in ATTENTION_SCORES,

@@ -193,6 +193,21 @@ def parsing_small_word_dropout() -> HParams:
     )
 
 
+@register_hparams("parsing_small_span")
+def parsing_small_span() -> HParams:
+    """`parsing_small_word_dropout` with a span chart decoded by CKY (issue 23).
+
+    `model=span_transformer` (`t2t_lite.parsing.span_model`): the aligned
+    model's encoder also scores every span's phrase label (`span_loss` 1.0, up
+    to 128 classes: the labels and unary chains), and decoding takes the best
+    tree of the chart, so the search only chooses the tags (beam 1 suffices).
+    tests/test_span_model.py checks that only `model` and `beam_size` differ
+    from the recipe.
+    """
+    return dataclasses.replace(parsing_small_word_dropout(), model="span_transformer",
+                               beam_size=1)
+
+
 @register_hparams("multi30k")
 def multi30k() -> HParams:
     """Multi30k EN-DE (29K caption pairs) on a CPU budget of 30-60 minutes.

@@ -108,6 +108,17 @@ class Problem(abc.ABC):
         `t2t_lite.parsing.aligned_model`); None (the default): no alignment."""
         return None
 
+    def target_token_tables(self) -> tuple[list[int], list[int]] | None:
+        """(kind, label) of each target id for a model that reads bracketed trees
+        (`t2t_lite.parsing.tree_constraint.token_tables`: open, close, word slot;
+        an open and its close share a label); None (the default): no trees."""
+        return None
+
+    def span_label_chains(self):
+        """{open ids of a unary chain, top first: count} over the training trees
+        (`t2t_lite.parsing.span_model`); None (the default): no trees."""
+        return None
+
     def source_word_classes(self) -> list[int] | None:
         """The word class of each source id (`t2t_lite.data.word_classes.class_indices`)
         for a model that adds it to the word (`word_class_features`); None (the

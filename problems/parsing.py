@@ -275,6 +275,27 @@ class WsjParsing(Text2TextProblem):
         kinds = token_tables([target.id_to_piece(i) for i in range(target.vocab_size)])[0]
         return [i for i, kind in enumerate(kinds) if kind == TAG]
 
+    def target_token_tables(self) -> tuple[list[int], list[int]]:
+        """(kind, label) of each target id (`tree_constraint.token_tables`)."""
+        from t2t_lite.parsing.tree_constraint import token_tables
+
+        target = self.target_vocab
+        kinds, labels = token_tables([target.id_to_piece(i) for i in range(target.vocab_size)])
+        return kinds.tolist(), labels.tolist()
+
+    def span_label_chains(self):
+        """{open ids of a unary chain, top first: count} over the training shards'
+        trees (`span_model.target_chains`).
+
+        Raises:
+          ProblemError: no training shards in the data_dir.
+        """
+        from t2t_lite.parsing.span_model import target_chains
+
+        kinds = self.target_token_tables()[0]
+        targets = (ex["targets"] for ex in self.examples("train").as_numpy_iterator())
+        return target_chains(targets, kinds)
+
     def source_word_classes(self) -> list[int] | None:
         """The class of each word of a word-level source (None for a BPE source)."""
         from t2t_lite.data.word_classes import class_indices

@@ -73,7 +73,8 @@ def _add(table: dict, name: str, value: Any, kind: str) -> None:
 _MODULES = {
     "problem": ("t2t_lite.problems",),
     "hparams set": ("t2t_lite.hparams",),
-    "model": ("t2t_lite.model", "t2t_lite.parsing.aligned_model", "t2t_lite.rnn"),
+    "model": ("t2t_lite.model", "t2t_lite.parsing.aligned_model",
+              "t2t_lite.parsing.span_model", "t2t_lite.rnn"),
 }
 _LOADED_KINDS: set[str] = set()
 

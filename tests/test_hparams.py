@@ -115,7 +115,7 @@ def test_model_shaping_fields_come_from_field_metadata():
     assert marked == {"model", "num_layers", "d_model", "d_ff", "num_heads", "d_k", "d_v",
                       "positional_encoding", "max_length", "shared_embedding",
                       "normalize_before", "word_class_features", "tagging_loss", "word_dropout",
-                      "word_dropout_alpha",
+                      "word_dropout_alpha", "span_loss", "span_classes",
                       "rnn_cell", "reverse_source", "attention_score", "input_feeding"}
     assert set(hparams_module.model_shaping_fields()) == marked
     assert set(hparams_module.MODEL_SHAPING_FIELDS) == marked
