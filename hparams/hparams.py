@@ -76,7 +76,7 @@ class HParams:
     word_dropout_alpha: float = _shaping(0.0)
     # --- The span chart of `span_transformer` (t2t_lite.parsing.span_model) ---
     span_loss: float = _shaping(1.0)  # Weight of the summed span-class cross entropy.
-    span_classes: int = _shaping(128)  # "No phrase" + the phrase labels and unary chains kept.
+    span_classes: int = _shaping(64)  # "No phrase" + the phrase labels and unary chains kept.
     # --- The RNN baselines (t2t_lite.rnn: rnn_seq2seq, bahdanau, luong; hparams/rnn.py) ---
     # d_model is their state size, num_layers the depth of the encoder and of the decoder RNN.
     rnn_cell: str = _shaping("lstm")  # "lstm" or "gru".

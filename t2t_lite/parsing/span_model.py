@@ -117,7 +117,7 @@ class SpanTransformer(AlignedTransformer):
     weight of the span classes' summed cross entropy) and `span_classes` (C).
     """
 
-    def __init__(self, *args, span_loss=1.0, span_classes=128, **kwargs):
+    def __init__(self, *args, span_loss=1.0, span_classes=64, **kwargs):
         super().__init__(*args, **kwargs)
         if not self.auxiliary_loss:
             raise ValueError("span_transformer tags words with the encoder's tagger: "
@@ -240,9 +240,11 @@ class SpanTransformer(AlignedTransformer):
     def span_loss_sum(self, targets, encoder_output, num_words):
         """Cross entropy of every span's class (first <= last < the row's words),
         summed: float32 scalar."""
-        length = ops.shape(encoder_output)[1]
+        # Batches pad sources to their targets' length (three times the words):
+        # the chart covers the batch's words only.
+        length = ops.maximum(ops.max(ops.cast(num_words, "int32")), 1)
         labels = self.span_targets(targets, length)
-        scores = self.span_scores(encoder_output)
+        scores = self.span_scores(encoder_output[:, :length])
         nll = keras.losses.sparse_categorical_crossentropy(labels, scores, from_logits=True)
         words = ops.arange(length)
         valid = ((words[None, :, None] <= words[None, None, :])
