@@ -110,13 +110,14 @@ print(json.dumps({"trees": [t.decode("utf-8") for t in out["outputs"].numpy().to
 """
 
 
-@pytest.mark.slow  # ~60 s: a short parsing run, an export and a fresh process.
-def test_exported_parser_writes_the_decoders_trees(tmp_path):
+@pytest.mark.slow  # ~60 s each: a short parsing run, an export and a fresh process.
+@pytest.mark.parametrize("hparams", ["parsing_small_aligned", "parsing_small_span"])
+def test_exported_parser_writes_the_decoders_trees(tmp_path, hparams):
     raw, data, out = (str(tmp_path / n) for n in ("raw", "data", "out"))
     write_wsj(raw, files_per_section=1, trees_per_file=8)
     _run("t2t_lite.bin.datagen", "--problem=wsj_parsing", f"--data_dir={data}",
          f"--raw_dir={raw}", "--source_vocab_size=300")
-    _run("t2t_lite.bin.trainer", "--problem=wsj_parsing", "--hparams=parsing_small_aligned",
+    _run("t2t_lite.bin.trainer", "--problem=wsj_parsing", f"--hparams={hparams}",
          f"--data_dir={data}", f"--output_dir={out}", "--train_steps=3", "--eval_every_steps=0",
          "--hparams_overrides=num_layers=1,d_model=32,d_ff=64,num_heads=2,max_length=32,"
          "batch_size=512")

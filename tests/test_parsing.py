@@ -202,6 +202,38 @@ def test_source_word_counts_are_the_training_trees_word_counts(wsj_data):
     assert counts[1] == 480  # EOS: once per training tree.
 
 
+def test_span_label_chains_are_the_training_trees_unary_chains(wsj_data):
+    """The span chart's classes (`span_transformer`) count each phrase of the
+    training trees once, a phrase over the same words as its parent in the
+    parent's chain, top first."""
+    import collections
+
+    from t2t_lite.problems.parsing import TreebankCorpus
+
+    raw, data, _ = wsj_data
+    problem = registry.problem("wsj_parsing")
+    problem.set_data_dir(data)
+    kinds, labels = problem.target_token_tables()
+    assert len(kinds) == len(labels) == problem.target_vocab_size
+    target = problem.target_vocab
+    ids = {target.id_to_piece(i): i for i in range(target.vocab_size)}
+    expected = collections.Counter()
+    for _, target in TreebankCorpus(find_splits(raw)["train"]).pairs():
+        spans, stack, words = {}, [], 0
+        for token in target.split():
+            if ptb.token_kind(token) == "open":
+                stack.append((token, words))
+            elif ptb.token_kind(token) == "close":
+                token, first = stack.pop()
+                spans.setdefault((first, words), []).insert(0, token)
+            else:
+                words += 1
+        expected.update(tuple(ids["\u2581" + t] for t in chain) for chain in spans.values())
+    chains = problem.span_label_chains()
+    assert chains == expected and sum(chains.values()) > 480
+    assert any(len(chain) == 2 for chain in chains)  # NP over NP, SBAR over S.
+
+
 def ptb_tags(pieces):
     from t2t_lite.parsing.tree_constraint import TAG, token_tables
 
