@@ -42,6 +42,9 @@ def main():
                         help="constrained: the decoder's default (the tree constraint and, "
                              "with a word-level source, the tag dictionary); tree_only: "
                              "without the tag dictionary; unconstrained: neither")
+    parser.add_argument("--span_bias", type=float, default=None,
+                        help="span_transformer: the decoding bias of a span's phrase "
+                             "log-odds (default: the run's hparams)")
     args = parser.parse_args()
 
     from t2t_lite.runs.load import load_run
@@ -58,6 +61,10 @@ def main():
     for name in args.checkpoints.split(",") if args.checkpoints else [None]:
         run = load_run(args.output_dir, name, args.data_dir)
         model, hparams, problem, path = run.model, run.hparams, run.problem, run.checkpoint
+        if args.span_bias is not None:
+            model.span_bias = args.span_bias
+        if hasattr(model, "span_bias"):
+            extra["span_bias"] = model.span_bias
         for mode in args.modes.split(","):
             options = DecodeOptions.from_hparams(
                 hparams, beam_size=args.beam_size, alpha=args.alpha,

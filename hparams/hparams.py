@@ -77,6 +77,7 @@ class HParams:
     # --- The span chart of `span_transformer` (t2t_lite.parsing.span_model) ---
     span_loss: float = _shaping(1.0)  # Weight of the summed span-class cross entropy.
     span_classes: int = _shaping(64)  # "No phrase" + the phrase labels and unary chains kept.
+    span_bias: float = 1.0  # Decoding: added to each span's log-odds of a phrase (recall).
     # --- The RNN baselines (t2t_lite.rnn: rnn_seq2seq, bahdanau, luong; hparams/rnn.py) ---
     # d_model is their state size, num_layers the depth of the encoder and of the decoder RNN.
     rnn_cell: str = _shaping("lstm")  # "lstm" or "gru".

@@ -187,3 +187,21 @@ def test_an_untrained_chart_writes_one_tree_over_the_words(model):
     for n, tokens in zip(lengths, pieces):
         assert ptb.is_well_formed(" ".join(tokens), n), tokens
         assert tokens[0].startswith("(")  # The root always has a phrase.
+
+
+def test_span_bias_trades_precision_for_recall(model):
+    """A span keeps its phrase where its log-odds + span_bias > 0: a very negative
+    bias leaves the root alone, a very large one labels all 2n - 1 spans of the
+    binary tree."""
+    inputs = np.array([[3, 4, 5, 6, 7, 1]], np.int32)
+    opens = {}
+    for bias in (-100.0, 0.0, 100.0):
+        model.span_bias = bias
+        ids, _ = search(model, inputs, 1, 0.6, 6 + 60)
+        tokens = [TARGET[i][1:] for i in _decoded(ids)[0][:-1]]
+        assert ptb.is_well_formed(" ".join(tokens), 5), tokens
+        heads = [t for t in tokens if t.startswith("(")]
+        # Each labelled span opens its chain; count the spans by their first open.
+        opens[bias] = len(heads)
+    assert opens[-100.0] <= 3 and opens[-100.0] <= opens[0.0] <= opens[100.0]
+    assert opens[100.0] >= 2 * 5 - 1
