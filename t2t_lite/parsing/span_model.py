@@ -175,10 +175,10 @@ class SpanTransformer(AlignedTransformer):
         self.span_closes.assign(closes.astype(np.float32))
 
     def build_weights(self):
-        """Creates every weight, the tagger's and the chart's too, with a one-token batch."""
+        """Creates every weight, the tagger's and the chart's too (the span loss runs
+        the chart), with a one-token batch."""
         ids = ops.ones((1, 2), dtype="int32")
         self({"inputs": ids, "targets": ids}, return_auxiliary_loss=True)
-        self.span_scores(ops.zeros((1, 1, self.layer_config.d_model), self.compute_dtype))
 
     def call(self, features, training=None, return_attention_scores=False,
              return_auxiliary_loss=False):
