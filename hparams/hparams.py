@@ -78,6 +78,9 @@ class HParams:
     span_loss: float = _shaping(1.0)  # Weight of the summed span-class cross entropy.
     span_classes: int = _shaping(64)  # "No phrase" + the phrase labels and unary chains kept.
     span_bias: float = 1.0  # Decoding: added to each span's log-odds of a phrase (recall).
+    # span_transformer: weight of the decoder's token loss in training; 0: the decoder
+    # is neither run nor trained (the chart and the tagger decode without it).
+    token_loss: float = _shaping(1.0)
     # --- The RNN baselines (t2t_lite.rnn: rnn_seq2seq, bahdanau, luong; hparams/rnn.py) ---
     # d_model is their state size, num_layers the depth of the encoder and of the decoder RNN.
     rnn_cell: str = _shaping("lstm")  # "lstm" or "gru".
@@ -148,6 +151,10 @@ class HParams:
         _check(self.span_loss >= 0.0 and self.span_classes >= 2,
                f"span_loss must be >= 0 and span_classes >= 2, got {self.span_loss} and "
                f"{self.span_classes}")
+        _check(self.token_loss >= 0.0, f"token_loss must be >= 0, got {self.token_loss}")
+        _check(self.token_loss == 1.0 or self.model == "span_transformer",
+               "token_loss weighs the decoder's loss against the chart's: only "
+               "model=span_transformer takes it (0: its chart and tagger decode alone)")
         _check(self.model != "span_transformer" or self.tagging_loss > 0.0,
                "model=span_transformer takes the POS tags from the encoder's tagger: "
                "pass tagging_loss > 0")

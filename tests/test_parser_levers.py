@@ -206,13 +206,17 @@ def test_tagging_loss_is_the_weighted_cross_entropy_of_each_words_tag(tiny_hpara
     np.testing.assert_allclose(float(auxiliary), 0.5 * want, rtol=1e-5)
 
 
-@pytest.mark.parametrize("levers", ["tagging_loss=1.0",
-                                    "tagging_loss=1.0,word_dropout=0.3,word_class_features=true"])
-def test_the_train_step_trains_the_tagger(tiny_hparams, one_device, levers):
+@pytest.mark.parametrize("levers, loss_scale", [
+    ("tagging_loss=1.0", False),
+    ("tagging_loss=1.0,word_dropout=0.3,word_class_features=true", False),
+    ("tagging_loss=1.0", True)])  # mixed_float16's optimizer scales the whole loss.
+def test_the_train_step_trains_the_tagger(tiny_hparams, one_device, levers, loss_scale):
     """The tagger is used only by the auxiliary loss: it moves only if the step adds it."""
     with one_device.scope():
         model = _model(tiny_hparams, levers)
         optimizer = keras.optimizers.Adam(1e-2)
+        if loss_scale:
+            optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
         optimizer.build(model.trainable_variables)
     runner = StepRunner(model, optimizer, one_device, label_smoothing=0.1)
     before = np.array(model.tagger.kernel)

@@ -15,6 +15,7 @@ from t2t_lite.parsing import ptb
 from t2t_lite.parsing.span_model import SpanTransformer, chain_table, target_chains
 from t2t_lite.parsing.tree_constraint import TreeConstraint, token_tables
 from t2t_lite.runs import weights
+from t2t_lite.training.train_step import StepRunner
 
 MARK = "\u2581"
 TARGET = ["<pad>", "</s>", "<unk>"] + [MARK + t for t in (
@@ -205,3 +206,54 @@ def test_span_bias_trades_precision_for_recall(model):
         opens[bias] = len(heads)
     assert opens[-100.0] <= 3 and opens[-100.0] <= opens[0.0] <= opens[100.0]
     assert opens[100.0] >= 2 * 5 - 1
+
+
+def _step_changes(model, one_device):
+    """One Adam step on the batch: (the logged loss sum, {variable path: moved})."""
+    with one_device.scope():
+        optimizer = keras.optimizers.Adam(1e-2)
+        optimizer.build(model.trainable_variables)
+    runner = StepRunner(model, optimizer, one_device, label_smoothing=0.1)
+    before = {v.path: np.array(v) for v in model.weights}  # Keys: without the model's name.
+    inputs, targets, _ = _batch()
+    loss_sum, _, _ = runner.step([{"inputs": inputs, "targets": targets}])
+    return loss_sum, {v.path.split("/", 1)[1]: bool(np.abs(np.array(v) - before[v.path]).max() > 0)
+                      for v in model.weights}
+
+
+def test_token_loss_zero_trains_the_chart_and_tagger_not_the_decoder(tiny_hparams, one_device):
+    """token_loss=0: the decoder's weights exist (same checkpoint) but neither train
+    nor run; the step logs the chart's and tagger's loss; the chart still decodes."""
+    keras.utils.set_random_seed(5)
+    with one_device.scope():
+        chart_only = weights.build_model(_hparams(tiny_hparams, "token_loss=0"),
+                                         len(SOURCE), len(TARGET))
+        full = weights.build_model(_hparams(tiny_hparams), len(SOURCE), len(TARGET))
+    for model in (chart_only, full):
+        model.adapt(_Problem())
+    def paths(model):
+        return sorted(v.path.split("/", 1)[1] for v in model.weights)
+
+    assert paths(chart_only) == paths(full)
+    inputs, targets, _ = _batch()
+    logits, auxiliary = chart_only({"inputs": inputs, "targets": targets}, training=False,
+                                   return_auxiliary_loss=True)
+    assert not np.any(keras.ops.convert_to_numpy(logits))
+    loss_sum, moved = _step_changes(chart_only, one_device)
+    assert loss_sum == pytest.approx(float(auxiliary), rel=1e-4)  # Dropout is 0 here.
+    decoder = [p for p in moved if "decoder_layer" in p or "target_embedding" in p
+               or "count_embedding" in p or "alignment_projection" in p]
+    assert decoder and not any(moved[p] for p in decoder)
+    for name in ("span_output", "tagger", "encoder_layer_0", "source_embedding"):
+        assert any(moved[p] for p in moved if name in p), name
+    _, moved_full = _step_changes(full, one_device)
+    assert all(moved_full[p] for p in decoder if "kernel" in p or "embeddings" in p)
+    ids, _ = search(chart_only, inputs, 1, 0.6, 40)
+    for row, n in zip(_decoded(ids), _batch()[2]):
+        assert ptb.is_well_formed(" ".join(TARGET[i][1:] for i in row[:-1]), n)
+
+
+def test_token_loss_other_than_one_needs_the_span_model(tiny_hparams):
+    with pytest.raises(HParamsError, match="only model=span_transformer"):
+        tiny_hparams.override("model=aligned_transformer,tagging_loss=1,token_loss=0")
+    assert _hparams(tiny_hparams, "token_loss=0").token_loss == 0.0

@@ -117,10 +117,13 @@ class SpanTransformer(AlignedTransformer):
     Takes AlignedTransformer's arguments (tagging_loss > 0), `span_loss` (the
     weight of the span classes' summed cross entropy), `span_classes` (C) and
     `span_bias` (b, decoding only: a span keeps its phrase where m + b > 0, so a
-    larger b trades precision for recall; 1.0 measured best of 0, 1 and 2 on dev).
+    larger b trades precision for recall; 1.0 measured best of 0, 1 and 2 on dev)
+    and `token_loss` (the weight of the decoder's token loss; 0: the decoder is
+    frozen and not run in training, as decoding needs only the chart and tagger).
     """
 
-    def __init__(self, *args, span_loss=1.0, span_classes=64, span_bias=1.0, **kwargs):
+    def __init__(self, *args, span_loss=1.0, span_classes=64, span_bias=1.0, token_loss=1.0,
+                 **kwargs):
         super().__init__(*args, **kwargs)
         if not self.auxiliary_loss:
             raise ValueError("span_transformer tags words with the encoder's tagger: "
@@ -128,6 +131,7 @@ class SpanTransformer(AlignedTransformer):
         self.span_loss = float(span_loss)
         self.span_bias = float(span_bias)
         self.span_classes = int(span_classes)
+        self.token_loss = float(token_loss)
         d_model, dtype = self.layer_config.d_model, self.dtype_policy
         self.span_first = keras.layers.Dense(d_model, name="span_first", dtype=dtype)
         self.span_last = keras.layers.Dense(d_model, use_bias=False, name="span_last",
@@ -147,13 +151,23 @@ class SpanTransformer(AlignedTransformer):
     @classmethod
     def hparams_kwargs(cls, hparams) -> dict:
         return {**super().hparams_kwargs(hparams), "span_loss": hparams.span_loss,
-                "span_classes": hparams.span_classes, "span_bias": hparams.span_bias}
+                "span_classes": hparams.span_classes, "span_bias": hparams.span_bias,
+                "token_loss": hparams.token_loss}
 
     def get_config(self):
         config = super().get_config()
         config.update(span_loss=self.span_loss, span_classes=self.span_classes,
-                      span_bias=self.span_bias)
+                      span_bias=self.span_bias, token_loss=self.token_loss)
         return config
+
+    def _decoder_side(self):
+        """The layers only the decoder uses (the target embedding unless shared)."""
+        layers = list(self.decoder_layers) + [self.alignment_projection, self.count_embedding]
+        if getattr(self, "decoder_norm", None) is not None:
+            layers.append(self.decoder_norm)
+        if self.target_embedding is not self.source_embedding:
+            layers.append(self.target_embedding)
+        return layers
 
     def adapt(self, problem):
         """AlignedTransformer's `adapt`, then `target_kinds` and the span classes
@@ -176,20 +190,29 @@ class SpanTransformer(AlignedTransformer):
 
     def build_weights(self):
         """Creates every weight, the tagger's and the chart's too (the span loss runs
-        the chart), with a one-token batch."""
+        the chart), with a one-token batch; the decoder's too when training skips it."""
         ids = ops.ones((1, 2), dtype="int32")
+        if not self.token_loss:
+            self({"inputs": ids, "targets": ids})
+            for layer in self._decoder_side():  # Built: frozen with every sub-layer.
+                layer.trainable = False
         self({"inputs": ids, "targets": ids}, return_auxiliary_loss=True)
 
     def call(self, features, training=None, return_attention_scores=False,
              return_auxiliary_loss=False):
         """AlignedTransformer's call; with `return_auxiliary_loss`, (logits, the
-        weighted tagging and span losses summed over the batch, float32 scalar)."""
+        weighted tagging and span losses summed over the batch, float32 scalar),
+        where with token_loss 0 the decoder is not run and the logits are zeros."""
         if not return_auxiliary_loss:
             return super().call(features, training=training,
                                 return_attention_scores=return_attention_scores)
         targets = features["targets"]
         encoder_output, input_mask = self.encode(features["inputs"], training=training)
-        logits = self.decode(shift_right(targets), encoder_output, input_mask, training=training)
+        if self.token_loss:
+            logits = self.decode(shift_right(targets), encoder_output, input_mask,
+                                 training=training)
+        else:
+            logits = ops.zeros(ops.shape(targets) + (self.target_vocab_size,), "float32")
         tagging = self.tagging_loss_sum(targets, encoder_output)
         spans = self.span_loss_sum(targets, encoder_output, source_last(input_mask))
         return logits, self.auxiliary_loss * tagging + self.span_loss * spans

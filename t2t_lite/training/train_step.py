@@ -62,6 +62,8 @@ class StepRunner:
         self.optimizer = optimizer
         self.strategy = strategy
         self.label_smoothing = label_smoothing
+        # span_transformer weighs the decoder's token loss (0: not trained).
+        self.token_loss = float(getattr(model, "token_loss", 1.0))
         self.accum_steps = accum_steps
         self.variables = model.trainable_variables
         self.accumulators = []
@@ -97,9 +99,12 @@ class StepRunner:
             loss_sum, nll_sum, tokens = smoothed_cross_entropy_sums(
                 logits, batch["targets"], self.label_smoothing
             )
-            scaled = loss_sum + auxiliary  # The logged loss stays the targets' own.
+            scaled = self.token_loss * loss_sum + auxiliary
+            if not self.token_loss:  # No decoder trains: log the chart's and tagger's loss.
+                loss_sum = nll_sum = tf.cast(auxiliary, loss_sum.dtype)
+            # Otherwise the logged loss stays the targets' own.
             if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
-                scaled = self.optimizer.scale_loss(loss_sum)
+                scaled = self.optimizer.scale_loss(scaled)
         grads = tape.gradient(scaled, self.variables)
         return grads, loss_sum, nll_sum, tokens
 
