@@ -111,7 +111,7 @@ print(json.dumps({"trees": [t.decode("utf-8") for t in out["outputs"].numpy().to
 
 
 @pytest.mark.slow  # ~60 s each: a short parsing run, an export and a fresh process.
-@pytest.mark.parametrize("hparams", ["parsing_small_aligned", "parsing_small_span"])
+@pytest.mark.parametrize("hparams", ["parsing_small_aligned", "parsing_small_chart"])
 def test_exported_parser_writes_the_decoders_trees(tmp_path, hparams):
     raw, data, out = (str(tmp_path / n) for n in ("raw", "data", "out"))
     write_wsj(raw, files_per_section=1, trees_per_file=8)

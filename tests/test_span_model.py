@@ -138,6 +138,8 @@ def test_the_span_set_is_the_recipe_with_the_chart(tiny_hparams):
     assert dataclasses.replace(span, model="aligned_transformer", beam_size=21) == \
         registry.hparams("parsing_small_word_dropout")
     assert registry.model("span_transformer") is SpanTransformer
+    chart = registry.hparams("parsing_small_chart")
+    assert dataclasses.replace(chart, span_loss=1.0, token_loss=1.0) == span
     with pytest.raises(HParamsError, match="tagging_loss > 0"):
         tiny_hparams.override("model=span_transformer")
 
