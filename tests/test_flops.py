@@ -31,6 +31,19 @@ def test_counter_is_the_hand_count(tiny_hparams):
     assert (counter.d_model, counter.num_layers) == (d, n)
 
 
+def test_a_chart_only_parser_counts_its_encoder_alone(tiny_hparams):
+    h = tiny_hparams.override("model=span_transformer,shared_embedding=false,tagging_loss=1,"
+                              "token_loss=0")
+    model = build_model(h, 70, 40)
+    counter = FlopCounter.for_model(model)
+    d, f, n = h.d_model, h.d_ff, h.num_layers
+    assert (counter.encoder_weights, counter.decoder_weights) == (
+        n * (4 * d * d + 2 * d * f + f + d + 2 * 2 * d), 0)
+    assert counter.train_flops(3, 5, 9) == (6 * 3 * 5 * counter.encoder_weights
+                                            + 12 * 3 * d * n * 5 * 5)
+    assert FlopCounter.for_model(build_model(h.override("token_loss=1"), 70, 40)).decoder
+
+
 def _matmul_flops(graph):
     """2 x m x n x k of every MatMul / BatchMatMul in `graph` and the graphs it calls."""
     total, seen = 0, set()

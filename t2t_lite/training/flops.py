@@ -40,6 +40,7 @@ class FlopCounter:
     decoder_weights: int
     d_model: int = 0
     num_layers: int = 0
+    decoder: bool = True  # False: training runs no decoder (span_transformer, token_loss 0).
 
     @classmethod
     def for_model(cls, model) -> FlopCounter:
@@ -48,7 +49,12 @@ class FlopCounter:
         decoder = getattr(model, "decoder_layers", None)
         if encoder is None or decoder is None:
             return cls(0, model.count_params())
-        projection = model.target_vocab_size * model.layer_config.d_model
+        d_model = model.layer_config.d_model
+        if not getattr(model, "token_loss", 1.0):  # Only the encoder trains (and the chart,
+            # whose span scores are not counted, as no head beyond the stacks is).
+            return cls(sum(layer.count_params() for layer in encoder), 0, d_model,
+                       len(encoder), decoder=False)
+        projection = model.target_vocab_size * d_model
         return cls(sum(layer.count_params() for layer in encoder),
                    sum(layer.count_params() for layer in decoder) + projection,
                    model.layer_config.d_model, len(decoder))
@@ -59,7 +65,8 @@ class FlopCounter:
         dense = 6.0 * batch * (self.encoder_weights * s + self.decoder_weights * t)
         # Encoder self, decoder self and encoder-decoder attention: QK^T and AV,
         # 2 x Lq x Lk x d each forward, x 3 for training.
-        attention = 12.0 * batch * self.d_model * self.num_layers * (s * s + t * t + t * s)
+        products = s * s + (t * t + t * s if self.decoder else 0)
+        attention = 12.0 * batch * self.d_model * self.num_layers * products
         return dense + attention
 
 
