@@ -15,6 +15,7 @@ from t2t_lite.parsing import ptb
 from t2t_lite.parsing.span_model import SpanTransformer, chain_table, target_chains
 from t2t_lite.parsing.tree_constraint import TreeConstraint, token_tables
 from t2t_lite.runs import weights
+from t2t_lite.training.evaluation import model_loss_sums
 from t2t_lite.training.train_step import StepRunner
 
 MARK = "\u2581"
@@ -241,6 +242,9 @@ def test_token_loss_zero_trains_the_chart_and_tagger_not_the_decoder(tiny_hparam
     logits, auxiliary = chart_only({"inputs": inputs, "targets": targets}, training=False,
                                    return_auxiliary_loss=True)
     assert not np.any(keras.ops.convert_to_numpy(logits))
+    dev = model_loss_sums(chart_only, {"inputs": inputs, "targets": targets}, 0.1)
+    assert [float(v) for v in dev] == pytest.approx(
+        [float(auxiliary), float(auxiliary), float(np.sum(targets > 0))])
     loss_sum, moved = _step_changes(chart_only, one_device)
     assert loss_sum == pytest.approx(float(auxiliary), rel=1e-4)  # Dropout is 0 here.
     decoder = [p for p in moved if "decoder_layer" in p or "target_embedding" in p

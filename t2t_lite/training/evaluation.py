@@ -3,7 +3,8 @@
 Every `eval_every_steps` steps and at the end of training, the trainer calls
 `DevEvaluator.evaluate(step)`, which computes
 - the dev loss: label-smoothed loss and NLL per non-padding target token over
-  the first `eval_examples` dev examples (teacher forced, no dropout);
+  the first `eval_examples` dev examples (teacher forced, no dropout; a chart
+  trained without its decoder: its training loss, `model_loss_sums`);
 - the problem's metrics (`Problem.eval_metrics`: exact match, sacreBLEU, ...)
   on greedy decodes of the first `eval_decode_examples` of those examples,
   within `eval_decode_minutes` (past it the subset is cut short, and the log
@@ -74,6 +75,18 @@ def best_metric_name(problem, requested: str | None = None) -> str | None:
     return requested
 
 
+def model_loss_sums(model, batch, label_smoothing):
+    """`smoothed_cross_entropy_sums` of the model in inference mode on `batch`; for a
+    model whose training runs no decoder (span_transformer, token_loss 0), its
+    training loss (the chart's and tagger's) as both sums, as the train step logs it."""
+    if getattr(model, "token_loss", 1.0):
+        return smoothed_cross_entropy_sums(model(batch, training=False), batch["targets"],
+                                           label_smoothing)
+    logits, auxiliary = model(batch, training=False, return_auxiliary_loss=True)
+    _, _, tokens = smoothed_cross_entropy_sums(logits, batch["targets"], label_smoothing)
+    return auxiliary, auxiliary, tokens
+
+
 def mean_loss(model, hparams, dataset, loss_sums=None) -> tuple[float, float]:
     """(smoothed loss, NLL) per non-padding target token of an unbatched dataset.
 
@@ -83,8 +96,7 @@ def mean_loss(model, hparams, dataset, loss_sums=None) -> tuple[float, float]:
     """
     if loss_sums is None:
         def loss_sums(batch):
-            return smoothed_cross_entropy_sums(model(batch, training=False), batch["targets"],
-                                               hparams.label_smoothing)
+            return model_loss_sums(model, batch, hparams.label_smoothing)
     batches = batching.batch_by_tokens(
         dataset, hparams.batch_size, hparams.max_length, drop_long=False,
         min_length_bucket=hparams.min_length_bucket,
@@ -138,9 +150,7 @@ class DevEvaluator:
             return None
 
     def _loss_sums(self, batch):
-        logits = self.model(batch, training=False)
-        return smoothed_cross_entropy_sums(logits, batch["targets"],
-                                           self.hparams.label_smoothing)
+        return model_loss_sums(self.model, batch, self.hparams.label_smoothing)
 
     def dev_loss(self) -> tuple[float, float]:
         """(smoothed loss, NLL) per non-padding target token over the dev examples."""
