@@ -50,14 +50,13 @@ class FlopCounter:
         if encoder is None or decoder is None:
             return cls(0, model.count_params())
         d_model = model.layer_config.d_model
+        encoder_weights = sum(layer.count_params() for layer in encoder)
         if not getattr(model, "token_loss", 1.0):  # Only the encoder trains (and the chart,
             # whose span scores are not counted, as no head beyond the stacks is).
-            return cls(sum(layer.count_params() for layer in encoder), 0, d_model,
-                       len(encoder), decoder=False)
+            return cls(encoder_weights, 0, d_model, len(encoder), decoder=False)
         projection = model.target_vocab_size * d_model
-        return cls(sum(layer.count_params() for layer in encoder),
-                   sum(layer.count_params() for layer in decoder) + projection,
-                   model.layer_config.d_model, len(decoder))
+        return cls(encoder_weights, sum(layer.count_params() for layer in decoder) + projection,
+                   d_model, len(decoder))
 
     def train_flops(self, batch: int, source_length: int, target_length: int) -> float:
         """FLOPs of one training step on a [batch, source_length] -> [batch, target_length] batch."""
