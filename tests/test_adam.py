@@ -7,7 +7,7 @@ import numpy as np
 import tensorflow as tf
 
 from t2t_lite import registry
-from t2t_lite.training import trainer
+from t2t_lite.training import cluster, trainer
 from t2t_lite.training.adam import FusedAdam
 from t2t_lite.training.schedules import TransformerSchedule
 
@@ -67,7 +67,9 @@ def test_a_lookups_repeated_rows_add_before_the_update():
 
 
 def test_fused_adam_equals_keras_adam_on_two_replicas():
-    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    # cluster.local_strategy: collective keys of its own, so an earlier two-replica
+    # strategy in this process (tests/test_distributed.py) cannot clash with it.
+    strategy = cluster.local_strategy(["/cpu:0", "/cpu:1"])
     mine, _ = _train(FusedAdam, strategy=strategy)
     twice, _ = _train(keras.optimizers.Adam, strategy=strategy)
     for a, b in zip(mine, twice):  # The replicas' summed gradient, as Keras' Adam takes it,
