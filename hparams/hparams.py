@@ -74,6 +74,9 @@ class HParams:
     word_dropout: float = _shaping(0.0)  # Training: a source word becomes its class piece.
     # Training: word dropout of alpha / (alpha + the word's training count) on top.
     word_dropout_alpha: float = _shaping(0.0)
+    # Encoder self-attention + a learned bias per head and relative-distance bucket (T5's);
+    # 0: off (t2t_lite.layers.relative_position).
+    relative_position_buckets: int = _shaping(0)
     # --- The span chart of `span_transformer` (t2t_lite.parsing.span_model) ---
     span_loss: float = _shaping(1.0)  # Weight of the summed span-class cross entropy.
     span_classes: int = _shaping(64)  # "No phrase" + the phrase labels and unary chains kept.
@@ -144,10 +147,15 @@ class HParams:
                f"word_dropout_alpha must be >= 0, got {self.word_dropout_alpha}")
         _check(self.model in ("aligned_transformer", "span_transformer")
                or not (self.word_class_features or self.tagging_loss or self.word_dropout
-                       or self.word_dropout_alpha),
-               "word_class_features, tagging_loss, word_dropout and word_dropout_alpha need "
+                       or self.word_dropout_alpha or self.relative_position_buckets),
+               "word_class_features, tagging_loss, word_dropout, word_dropout_alpha and "
+               "relative_position_buckets need "
                "model=aligned_transformer or span_transformer "
                f"(got model={self.model}); use a parsing_*aligned hparams set")
+        _check(self.relative_position_buckets == 0 or (
+                   self.relative_position_buckets >= 4 and self.relative_position_buckets % 2 == 0),
+               "relative_position_buckets must be 0 (off) or even and at least 4, got "
+               f"{self.relative_position_buckets}")
         _check(self.span_loss >= 0.0 and self.span_classes >= 2,
                f"span_loss must be >= 0 and span_classes >= 2, got {self.span_loss} and "
                f"{self.span_classes}")

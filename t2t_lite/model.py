@@ -221,9 +221,10 @@ class Transformer(BuiltFromHParams, keras.Model):
         """
         input_mask = ops.expand_dims(ops.not_equal(inputs, PAD_ID), 1)
         x = self._encoder_input(inputs, training)
+        bias = self._encoder_attention_bias(inputs)
         scores = []
         for layer in self.encoder_layers:
-            x = layer(x, attention_mask=input_mask, training=training,
+            x = layer(x, attention_mask=input_mask, attention_bias=bias, training=training,
                       return_attention_scores=return_attention_scores)
             if return_attention_scores:
                 x, weights = x
@@ -235,6 +236,12 @@ class Transformer(BuiltFromHParams, keras.Model):
     def _encoder_input(self, inputs, training):
         """The encoder stack's input [B, S, D] (a subclass' hook)."""
         return self._embed(inputs, self.source_embedding, self.source_dropout, training)
+
+    def _encoder_attention_bias(self, inputs):
+        """What the encoder layers add to their self-attention scores for `inputs`
+        [B, S] (a subclass' hook): None, the paper's absolute positions only."""
+        del inputs
+        return None
 
     def _logits(self, x):
         if self.layer_config.normalize_before:

@@ -115,14 +115,14 @@ def test_model_shaping_fields_come_from_field_metadata():
     assert marked == {"model", "num_layers", "d_model", "d_ff", "num_heads", "d_k", "d_v",
                       "positional_encoding", "max_length", "shared_embedding",
                       "normalize_before", "word_class_features", "tagging_loss", "word_dropout",
-                      "word_dropout_alpha", "span_loss", "span_classes", "token_loss",
+                      "word_dropout_alpha", "relative_position_buckets", "span_loss", "span_classes", "token_loss",
                       "rnn_cell", "reverse_source", "attention_score", "input_feeding"}
     assert set(hparams_module.model_shaping_fields()) == marked
     assert set(hparams_module.MODEL_SHAPING_FIELDS) == marked
     # The aligned model, which the parsing levers need.
     h = registry.hparams("tiny").override("model=aligned_transformer")
     # Every marked field, and no other, shows in the diff.
-    other = {bool: lambda v: not v, int: lambda v: v * 2, float: lambda v: v * 2 or 0.5,
+    other = {bool: lambda v: not v, int: lambda v: v * 2 or 4, float: lambda v: v * 2 or 0.5,
              type(None): lambda v: 16}
     strings = {"model": "other", "positional_encoding": "learned", "precision": "mixed_bfloat16",
                "rnn_cell": "gru", "attention_score": "dot"}

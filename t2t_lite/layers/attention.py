@@ -107,12 +107,14 @@ class MultiHeadAttention(keras.layers.Layer):
             "value": self._split_heads(self.value_dense(value), self.value_dim),
         }
 
-    def call(self, query, value=None, *, attention_mask=None, cache=None,
+    def call(self, query, value=None, *, attention_mask=None, attention_bias=None, cache=None,
              cache_index=None, training=None, return_attention_scores=False):
         """Attends from `query` [B, T, D] to `value` [B, S, D].
 
         Args:
           attention_mask: bool, broadcastable to [B, T, S]; True = may attend.
+          attention_bias: float32, broadcastable to [B, H, T, S], added to the
+            scores before the mask (`relative_position.RelativePositionBias`).
           cache: see the module docstring.
           cache_index: int32 scalar, the position written in a self-attention cache.
           return_attention_scores: also return the attention weights.
@@ -135,6 +137,8 @@ class MultiHeadAttention(keras.layers.Layer):
         q = q * ops.cast(1.0 / math.sqrt(self.key_dim), q.dtype)
         scores = ops.einsum("bhtd,bhsd->bhts", q, kv["key"])  # [B, H, T, S]
         scores = ops.cast(scores, "float32")
+        if attention_bias is not None:
+            scores = scores + ops.cast(attention_bias, "float32")
         if attention_mask is not None:
             mask = ops.expand_dims(ops.cast(attention_mask, "bool"), axis=1)
             scores = ops.where(mask, scores, NEG_INF)

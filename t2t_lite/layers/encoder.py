@@ -35,8 +35,12 @@ class EncoderLayer(ResidualMixin, keras.layers.Layer):
         self.feed_forward_dropout = self._make_dropout("feed_forward_dropout")
         self.built = True
 
-    def call(self, x, *, attention_mask=None, training=None, return_attention_scores=False):
+    def call(self, x, *, attention_mask=None, attention_bias=None, training=None,
+             return_attention_scores=False):
         """x [B, S, D]; attention_mask bool [B, 1, S] (padding) -> [B, S, D].
+
+        attention_bias: float32 broadcastable to [B, H, S, S], added to the
+        self-attention scores (None: none).
 
         With `return_attention_scores`: ([B, S, D], self-attention weights
         float32 [B, H, S, S]).
@@ -45,10 +49,11 @@ class EncoderLayer(ResidualMixin, keras.layers.Layer):
 
         def self_attention(y):
             if not return_attention_scores:
-                return self.self_attention(y, attention_mask=attention_mask, training=training)
+                return self.self_attention(y, attention_mask=attention_mask,
+                                           attention_bias=attention_bias, training=training)
             out, weights = self.self_attention(
-                y, attention_mask=attention_mask, training=training,
-                return_attention_scores=True)
+                y, attention_mask=attention_mask, attention_bias=attention_bias,
+                training=training, return_attention_scores=True)
             scores.append(weights)
             return out
 
