@@ -42,6 +42,9 @@ def main():
                         help="constrained: the decoder's default (the tree constraint and, "
                              "with a word-level source, the tag dictionary); tree_only: "
                              "without the tag dictionary; unconstrained: neither")
+    parser.add_argument("--trees_out", default=None,
+                        help="also write DIR/CHECKPOINT.MODE.{gold,test}.trees (the split's "
+                             "references and the parses, one per line) for evalb_row.py")
     parser.add_argument("--span_bias", type=float, default=None,
                         help="span_transformer: the decoding bias of a span's phrase "
                              "log-odds (default: the run's hparams)")
@@ -74,6 +77,8 @@ def main():
             report = decode_split(problem, model, args.split, options)
             seconds = time.time() - start
             result = evaluate(report.references, report.hypotheses, params)
+            if args.trees_out:
+                _write_trees(args.trees_out, f"{os.path.basename(path)}.{mode}", report)
             t = result.all
             if "model" in extra:
                 extra["model"] = hparams.model
@@ -121,6 +126,14 @@ def unknown_word_tagging(problem, hypotheses, references) -> dict:
     return {"unknown_share": round(100 * total[True] / max(words, 1), 2),
             "tagging_known": round(100 * right[False] / max(total[False], 1), 2),
             "tagging_unknown": round(100 * right[True] / max(total[True], 1), 2)}
+
+
+def _write_trees(directory: str, name: str, report) -> None:
+    """The references and hypotheses of a decode, one tree per line, as two files."""
+    os.makedirs(directory, exist_ok=True)
+    for kind, trees in (("gold", report.references), ("test", report.hypotheses)):
+        with open(os.path.join(directory, f"{name}.{kind}.trees"), "w", encoding="utf-8") as f:
+            f.writelines(tree + "\n" for tree in trees)
 
 
 def _field(item: str):

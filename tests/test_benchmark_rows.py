@@ -282,3 +282,31 @@ def test_decoder_end_to_end_row():
     assert row["identical_lines"] == 0.5 and row["input"] == "test.en.gz"
     assert set(MACHINE) | {"bench", "jit", "round", "threads", "wall_seconds",
                            "onednn_isa"} <= set(row)
+
+
+def test_evalb_rows_by_length_band_partition_the_sentences(tmp_path, capsys, monkeypatch):
+    import evalb_row
+
+    gold = ["(TOP (S (NP (DT a) (NN b)) (VP (VB c))))",
+            "(TOP (S (NP (DT a) (NN b) (NN d) (NN e)) (VP (VB c))))",
+            "(TOP (S (NP (NN " + ") (NN ".join("w" * 7) + ")) (VP (VB c))))"]
+    test = [gold[0], "(TOP (S (NP (NP (DT a) (NN b)) (NN d) (NN e)) (VP (VB c))))", gold[2]]
+    paths = []
+    for name, trees in (("gold", gold), ("test", test)):
+        paths.append(tmp_path / f"{name}.trees")
+        paths[-1].write_text("\n".join(trees) + "\n")
+    monkeypatch.setattr(sys, "argv", ["evalb_row.py", f"--gold={paths[0]}", f"--test={paths[1]}",
+                                      "--system=s", "--split=dev", "--by_length=3,5",
+                                      "--field=session=x"])
+    evalb_row.main()
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["length"] for r in rows] == ["1-3", "4-5", "6+"]
+    assert [r["sentences"] for r in rows] == [1, 1, 1]
+    assert rows[0]["f1"] == rows[2]["f1"] == 100.0
+    assert rows[1]["recall"] == 100.0 and rows[1]["precision"] < 100.0  # One extra NP.
+    assert all(r["split"] == "dev" and r["session"] == "x" and r["cpu"] for r in rows)
+    monkeypatch.setattr(sys, "argv", sys.argv[:-2])
+    evalb_row.main()
+    (whole,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert whole["gold_brackets"] == sum(r["gold_brackets"] for r in rows)
+    assert 0 < whole["f1"] < 100 and "length" not in whole

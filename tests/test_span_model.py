@@ -140,7 +140,9 @@ def test_the_span_set_is_the_recipe_with_the_chart(tiny_hparams):
         registry.hparams("parsing_small_word_dropout")
     assert registry.model("span_transformer") is SpanTransformer
     chart = registry.hparams("parsing_small_chart")
-    assert dataclasses.replace(chart, span_loss=1.0, token_loss=1.0) == span
+    assert chart.relative_position_buckets == 32
+    assert dataclasses.replace(chart, span_loss=1.0, token_loss=1.0,
+                               relative_position_buckets=0) == span
     with pytest.raises(HParamsError, match="tagging_loss > 0"):
         tiny_hparams.override("model=span_transformer")
 
