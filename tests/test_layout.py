@@ -26,7 +26,7 @@ ALLOWED = {
     "registry": {"errors"},
     "layers": set(),
     "metrics": set(),
-    "parsing": {"metrics", "model", "registry", "data"},
+    "parsing": {"metrics", "model", "layers", "registry", "data"},
     "rnn": {"layers", "registry", "hparams", "model"},
     "hparams": {"registry"},
     "model": {"layers", "registry", "hparams"},
