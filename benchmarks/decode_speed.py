@@ -2,6 +2,7 @@
 
     python benchmarks/decode_speed.py --size bench      # or base, or all (default)
     python benchmarks/decode_speed.py --size all --jit  # XLA-compiled decoding loop
+    python benchmarks/decode_speed.py --copy_cache      # the cache copied at each write
 
 A randomly initialized model: "bench" (N=3, d_model=256, d_ff=1024, h=4, vocab 8192)
 and "base" (the paper's base, vocab 32768). Batches of 32 sources of 30 random ids +
@@ -35,22 +36,26 @@ SIZES = {
 BATCH, SOURCE_LENGTH, NEW_TOKENS, BEAM, ALPHA = 32, 30, 40, 4, 0.6
 
 
-def make_decode(model, jit: bool):
-    """A traced function: sources int32 [B, S+1] -> sequences [B, K, 40]."""
+def make_decode(model, jit: bool, copy_cache: bool = False):
+    """A traced function: sources int32 [B, S+1] -> sequences [B, K, 40].
+
+    As `t2t_lite-decoder`: without XLA the self-attention cache is written in
+    place, unless `copy_cache` (the library's way before 2026-12-06).
+    """
 
     def decode(inputs):
-        return search(model, inputs, BEAM, ALPHA, NEW_TOKENS,
-                               min_decode_length=NEW_TOKENS)
+        return search(model, inputs, BEAM, ALPHA, NEW_TOKENS, min_decode_length=NEW_TOKENS,
+                      in_place=not (jit or copy_cache))
 
     spec = tf.TensorSpec([BATCH, SOURCE_LENGTH + 1], tf.int32)
     return tf.function(decode, input_signature=[spec], jit_compile=jit)
 
 
-def run(size: str, batches: int, jit: bool) -> dict:
+def run(size: str, batches: int, jit: bool, copy_cache: bool = False) -> dict:
     overrides, vocab = SIZES[size]
     hparams = registry.hparams("base").override(overrides)
     model = weights.build_model(hparams, vocab)
-    decode = make_decode(model, jit)
+    decode = make_decode(model, jit, copy_cache)
     rng = np.random.default_rng(1234)
     times, lengths = [], set()
     for i in range(batches + 1):
@@ -65,7 +70,8 @@ def run(size: str, batches: int, jit: bool) -> dict:
         lengths.update(int((row != 0).sum()) for row in best)
     median = statistics.median(times)
     return {
-        "bench": "decode", "system": f"t2t_lite beam_search (TF, fp32{', XLA' if jit else ''})",
+        "bench": "decode", "system": f"t2t_lite beam_search (TF, fp32{', XLA' if jit else ''}"
+                                     f"{', cache copied' if copy_cache else ''})",
         "size": size, "params": model.count_params(),
         "decode": {"batch": BATCH, "src_tokens": SOURCE_LENGTH, "plus_eos": True, "beam": BEAM,
                    "length_penalty": ALPHA, "new_tokens": NEW_TOKENS, "threads": 2},
@@ -85,11 +91,13 @@ def main():
     parser.add_argument("--size", choices=["bench", "base", "all"], default="all")
     parser.add_argument("--batches", type=int, default=6, help="timed batches")
     parser.add_argument("--jit", action="store_true", help="XLA-compile the decoding loop")
+    parser.add_argument("--copy_cache", action="store_true",
+                        help="write the self-attention cache by copying it (the old way)")
     args = parser.parse_args()
     tf.config.threading.set_intra_op_parallelism_threads(2)
     tf.config.threading.set_inter_op_parallelism_threads(1)
     for size in (["bench", "base"] if args.size == "all" else [args.size]):
-        print(json.dumps(run(size, args.batches, args.jit)), flush=True)
+        print(json.dumps(run(size, args.batches, args.jit, args.copy_cache)), flush=True)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,13 @@ checkpoints, averaging, decoding and export work with it unchanged
 - `grow_self_cache(self_cache, length)`: the self_cache padded to room for
   `length` positions (decoding grows it 16, 32, ..., L).
 
+Optional, for faster decoding without XLA: `writes_cache_in_place()`, a
+context manager within which traced `decode_step`s update the self_cache's
+buffers in place instead of copying them, and `own_self_cache(self_cache)`,
+which copies a self_cache into buffers nobody else holds. A search that uses
+them owns the cache at the start of each loop and never reads a self_cache it
+passed to `decode_step` again (`t2t_lite.decoding.search`).
+
 Optional, before training: `adapt(problem)`: takes what the model needs from
 the problem before training, saved with its weights (the trainer calls it right
 after building the model; Keras `fit` users call it themselves).
@@ -62,6 +69,7 @@ from keras import ops
 
 from t2t_lite.hparams.hparams import HParamsError
 from t2t_lite.ids import EOS_ID, PAD_ID  # noqa: F401  (re-exported)
+from t2t_lite.layers.attention import cache_writes_in_place, own_buffers
 from t2t_lite.layers.config import LayerConfig
 from t2t_lite.layers.decoder import DecoderLayer
 from t2t_lite.layers.embedding import SharedEmbedding
@@ -332,6 +340,17 @@ class Transformer(BuiltFromHParams, keras.Model):
             "input_mask": input_mask,
         }
         return self_cache, cross_cache
+
+    @staticmethod
+    def writes_cache_in_place():
+        """Context: `decode_step`s traced inside write the self_cache in place
+        (`t2t_lite.layers.attention.cache_writes_in_place`)."""
+        return cache_writes_in_place()
+
+    @staticmethod
+    def own_self_cache(self_cache):
+        """`self_cache` copied into buffers the caller alone holds (`layers.attention.own_buffers`)."""
+        return own_buffers(self_cache)
 
     @staticmethod
     def grow_self_cache(self_cache, length):

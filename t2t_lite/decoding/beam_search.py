@@ -221,7 +221,7 @@ def _is_not_finished(state, max_decode_length, alpha):
 
 def beam_search(next_fn, initial_cache, batch_size, beam_size, max_decode_length, eos_id,
                 alpha=0.6, vocab_size=None, min_decode_length=0, start_id=0,
-                cache_lengths=None, grow_cache=None, allowed_fn=None):
+                cache_lengths=None, grow_cache=None, allowed_fn=None, own_cache=None):
     """Beam search decoding (Vaswani et al. 2017, section 6.1; tensor2tensor).
 
     Args:
@@ -241,6 +241,9 @@ def beam_search(next_fn, initial_cache, batch_size, beam_size, max_decode_length
         start_id: token fed at index 0.
         cache_lengths, grow_cache: a cache that grows in segments (see
             `_segmented_loop`); by default the loop runs once over L steps.
+        own_cache: optional `cache -> cache` applied at the start of every
+            segment: copies the cache into buffers only this loop holds (for a
+            `next_fn` that writes its cache in place; see `_segmented_loop`).
         allowed_fn: optional `(cache, index) -> bool [B*K, V]`, called on the
             cache `next_fn` returned: the tokens each beam may take next (a
             constrained search, e.g. `t2t_lite.parsing.tree_constraint`). Forbidden
@@ -265,11 +268,13 @@ def beam_search(next_fn, initial_cache, batch_size, beam_size, max_decode_length
         return _beam_step(state, next_fn, beam_size, vocab_size, alpha, eos_id,
                           min_decode_length, start_id, allowed_fn)
 
-    state = _segmented_loop(cond, body, state, max_decode_length, cache_lengths, grow_cache)
+    state = _segmented_loop(cond, body, state, max_decode_length, cache_lengths, grow_cache,
+                            own_cache)
     return _finalize(state, alpha)
 
 
-def _segmented_loop(cond, body, state, max_decode_length, cache_lengths, grow_cache):
+def _segmented_loop(cond, body, state, max_decode_length, cache_lengths, grow_cache,
+                    own_cache=None):
     """Runs `body` while `cond`, the cache growing between segments.
 
     A decoder's self-attention cache must have a fixed shape inside a compiled
@@ -278,7 +283,10 @@ def _segmented_loop(cond, body, state, max_decode_length, cache_lengths, grow_ca
     loop runs while index < l_1 on a cache of l_1 positions, then
     `grow_cache(cache, l_2)` pads it, and so on: one loop per segment, each
     with static shapes. A segment whose condition is already false (finished
-    early) runs no step.
+    early) runs no step. `own_cache`, if given, is applied to the cache at the
+    start of every segment (`t2t_lite.layers.attention.cache_writes_in_place`:
+    a loop whose steps write their cache in place must start from buffers it
+    alone holds; a beam reordering's gather gives fresh ones every step).
     """
     lengths = list(cache_lengths or [max_decode_length])
     if lengths[-1] != max_decode_length or lengths != sorted(set(lengths)):
@@ -286,6 +294,8 @@ def _segmented_loop(cond, body, state, max_decode_length, cache_lengths, grow_ca
     for segment, length in enumerate(lengths):
         if segment:
             state = state._replace(cache=grow_cache(state.cache, length))
+        if own_cache is not None:
+            state = state._replace(cache=own_cache(state.cache))
 
         def segment_cond(state, length=length):
             return ops.logical_and(cond(state), state.index < length)
@@ -343,7 +353,8 @@ def _append_token(state, tokens, log_probs, cache, eos_id):
 
 
 def greedy_search(next_fn, initial_cache, batch_size, max_decode_length, eos_id, start_id=0,
-                  min_decode_length=0, cache_lengths=None, grow_cache=None, allowed_fn=None):
+                  min_decode_length=0, cache_lengths=None, grow_cache=None, allowed_fn=None,
+                  own_cache=None):
     """Greedy (argmax) decoding; `beam_search` with the same `next_fn` contract, K = 1.
 
     Args:
@@ -356,7 +367,7 @@ def greedy_search(next_fn, initial_cache, batch_size, max_decode_length, eos_id,
         start_id: token fed at index 0.
         min_decode_length: EOS is forbidden while fewer than this many tokens
             (EOS included) would result.
-        cache_lengths, grow_cache, allowed_fn: as in `beam_search`.
+        cache_lengths, grow_cache, allowed_fn, own_cache: as in `beam_search`.
 
     Returns:
         (sequences int32 [B, L], scores float32 [B]): tokens with EOS then 0s;
@@ -378,5 +389,6 @@ def greedy_search(next_fn, initial_cache, batch_size, max_decode_length, eos_id,
     def body(state):
         return _greedy_step(state, next_fn, eos_id, min_decode_length, start_id, allowed_fn)
 
-    state = _segmented_loop(cond, body, state, max_decode_length, cache_lengths, grow_cache)
+    state = _segmented_loop(cond, body, state, max_decode_length, cache_lengths, grow_cache,
+                            own_cache)
     return state.seq, state.scores

@@ -9,6 +9,8 @@ Shapes: B batch, S source length, K beam size, L maximum decode length.
 
 from __future__ import annotations
 
+import contextlib
+
 import keras
 from keras import ops
 
@@ -29,7 +31,7 @@ def cache_lengths(max_decode_length: int) -> list[int]:
 
 
 def search(model, inputs, beam_size: int, alpha: float, max_decode_length: int,
-           min_decode_length: int = 0, constraint=None):
+           min_decode_length: int = 0, constraint=None, in_place: bool = False):
     """Beam search (greedy for beam 1) over the model's cached decoder.
 
     Uses only the model interface (`t2t_lite/model.py`): `init_cache`,
@@ -49,6 +51,8 @@ def search(model, inputs, beam_size: int, alpha: float, max_decode_length: int,
     Args:
       model: a model with the interface of `t2t_lite/model.py`.
       inputs: int32 [B, S] source ids with EOS, 0-padded.
+      in_place: the model's self_cache is written in place when traced in a
+        TensorFlow graph (`writes_cache_in_place`); never under XLA.
 
     Returns:
       (ids int32 [B, K, L], scores float32 [B, K]), best first; K = 1 for greedy.
@@ -59,19 +63,27 @@ def search(model, inputs, beam_size: int, alpha: float, max_decode_length: int,
         cross_cache = keras.tree.map_structure(
             lambda x: ops.repeat(x, beam_size, axis=0), cross_cache)
     next_fn, self_cache, growth = cached_decoder(
-        model, self_cache, cross_cache, inputs, max_decode_length, constraint)
+        model, self_cache, cross_cache, inputs, max_decode_length, constraint, in_place)
     growth["min_decode_length"] = min_decode_length
     batch = ops.shape(inputs)[0]
-    if beam_size == 1:
-        ids, scores = beam_search.greedy_search(
-            next_fn, self_cache, batch, max_decode_length, EOS_ID, **growth)
-        return ids[:, None, :], scores[:, None]
-    return beam_search.beam_search(
-        next_fn, self_cache, batch, beam_size, max_decode_length, EOS_ID, alpha=alpha,
-        vocab_size=model.target_vocab_size, **growth)
+    with cache_writes(model, in_place):
+        if beam_size == 1:
+            ids, scores = beam_search.greedy_search(
+                next_fn, self_cache, batch, max_decode_length, EOS_ID, **growth)
+            return ids[:, None, :], scores[:, None]
+        return beam_search.beam_search(
+            next_fn, self_cache, batch, beam_size, max_decode_length, EOS_ID, alpha=alpha,
+            vocab_size=model.target_vocab_size, **growth)
 
 
-def cached_decoder(model, self_cache, cross_cache, inputs, max_decode_length, constraint=None):
+def cache_writes(model, in_place: bool):
+    """The model's `writes_cache_in_place()` context if `in_place` and it has one."""
+    enter = getattr(model, "writes_cache_in_place", None) if in_place else None
+    return enter() if enter is not None else contextlib.nullcontext()
+
+
+def cached_decoder(model, self_cache, cross_cache, inputs, max_decode_length, constraint=None,
+                   in_place: bool = False):
     """The callbacks a search (beam, greedy or sampling) runs over the model's cached decoder.
 
     A `constraint` (`initial_state(inputs)`, `update(state, ids)`,
@@ -85,12 +97,17 @@ def cached_decoder(model, self_cache, cross_cache, inputs, max_decode_length, co
       self_cache, cross_cache: `model.init_cache`'s, rows already repeated as
         the search's rows are (the cross_cache for beams; both for samples).
       inputs: int32 [rows, S], the source of each self_cache row (for the constraint).
+      in_place: the search writes the self_cache in place (`search`): the
+        growth gets `own_cache`, the model's `own_self_cache`, if it has one.
 
     Returns:
-      (next_fn, initial cache, dict(cache_lengths=, grow_cache=[, allowed_fn=])).
+      (next_fn, initial cache, dict(cache_lengths=, grow_cache=[, allowed_fn=, own_cache=])).
     """
     growth = dict(cache_lengths=cache_lengths(max_decode_length),
                   grow_cache=model.grow_self_cache)
+    own = getattr(model, "own_self_cache", None) if in_place else None
+    if own is not None:
+        growth["own_cache"] = own
     if constraint is None:
         def next_fn(ids, index, cache):
             return model.decode_step(ids, index, cache, cross_cache)
@@ -103,6 +120,8 @@ def cached_decoder(model, self_cache, cross_cache, inputs, max_decode_length, co
         state = constraint.update(state, ids)
         return (adjust(state, logits) if adjust else logits), (model_cache, state)
 
+    if own is not None:
+        growth["own_cache"] = lambda cache: (own(cache[0]), cache[1])
     growth.update(
         grow_cache=lambda cache, n: (model.grow_self_cache(cache[0], n), cache[1]),
         allowed_fn=lambda cache, index: constraint.allowed(
@@ -114,8 +133,9 @@ def decode_padded(model, inputs, options):
     """inputs int32 [B, S] (S a padded source length) -> (ids [B, K, L], scores [B, K]).
 
     The search of `t2t_lite.decoding.decoder.Decoder` and of the exported SavedModel alike:
-    L = decode_policy.max_decode_length(S, extra_length).
+    L = decode_policy.max_decode_length(S, extra_length). Without XLA the
+    self_cache is written in place (`search`'s `in_place`).
     """
     max_length = decode_policy.max_decode_length(inputs.shape[1], options.extra_length)
     return search(model, inputs, options.beam_size, options.alpha, max_length,
-                  constraint=options.constraint)
+                  constraint=options.constraint, in_place=not options.jit_compile)

@@ -15,6 +15,9 @@ hidden state:
   The new key/value is written at `cache_index` of a fixed-size cache
   {"key": [B, H, L, d_k], "value": [B, H, L, d_v]} and the updated cache is
   returned; positions after `cache_index` must be masked by the caller.
+  Inside `cache_writes_in_place()` (traced TensorFlow graphs only) the write
+  updates the cache's buffer in place instead of copying it: the caller owns
+  the buffer (`own_buffers`) and never reads the cache it passed in again.
 - `cache` without `cache_index`: encoder-decoder attention, keys and values were
   computed once from the encoder output (`compute_cache`).
 
@@ -25,6 +28,7 @@ for pictures (`t2t_lite.pictures.visualize`); the output itself is unchanged.
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import keras
@@ -35,15 +39,70 @@ from keras import ops
 NEG_INF = -1e9
 
 
+_IN_PLACE = {"writes": False}  # Trace-time switch of `cache_writes_in_place`.
+
+
+@contextlib.contextmanager
+def cache_writes_in_place():
+    """Within it, `write_position` traced in a TensorFlow graph writes in place.
+
+    Without XLA, TensorFlow copies the whole cache [B, H, L, d] to write one
+    position (`ops.slice_update`, a select and a scatter all copy), a fifth of a
+    decoding step at `bench` under AVX2 (`benchmarks/decode_profile.py`). In
+    place, a write touches only the B x H new rows. The caller guarantees what
+    makes that safe: every cache it passes in is a buffer it alone holds
+    (`own_buffers` at the start of a loop, or a fresh result such as the
+    beams' reordering), and it never reads a cache again after passing it to a
+    write (a search's loop state). XLA updates in place by itself: a search
+    compiled with XLA must not enter this context (XLA has no kernel for the
+    in-place ops). It is a trace-time switch: graphs traced inside keep it.
+    """
+    previous = _IN_PLACE["writes"]
+    _IN_PLACE["writes"] = True
+    try:
+        yield
+    finally:
+        _IN_PLACE["writes"] = previous
+
+
+def _in_place():
+    if not _IN_PLACE["writes"] or keras.backend.backend() != "tensorflow":
+        return False
+    import tensorflow as tf  # The switch is TensorFlow's alone.
+    return not tf.executing_eagerly()
+
+
+def own_buffers(structure):
+    """A copy of every tensor of `structure` into a buffer nothing else holds.
+
+    What `cache_writes_in_place` needs at the start of a loop: a cache that is
+    a constant (zeros folded by the graph optimizer) or shared with the caller
+    must not be written in place. Outside a traced TensorFlow graph: unchanged.
+    """
+    if keras.backend.backend() != "tensorflow":
+        return structure
+    import tensorflow as tf
+
+    if tf.executing_eagerly():
+        return structure
+    return keras.tree.map_structure(lambda x: tf.raw_ops.DeepCopy(x=x), structure)
+
+
 def write_position(cache, new, index):
     """`cache` [B, H, L, d] with `new` [B, H, 1, d] written at position `index`.
 
-    Without XLA, TensorFlow copies the whole cache to write one position, a
-    quarter of a decode's kernel time at `bench`. A select over the cache or a
-    scatter of the new rows copies it too, and neither measured faster
-    (`benchmarks/decode_profile.py --compare_cache_writes`).
+    Copies the cache (`ops.slice_update`), or, inside `cache_writes_in_place`,
+    writes the B x H rows into the cache's own buffer.
     """
-    return ops.slice_update(cache, [0, 0, index, 0], new)
+    if not _in_place():
+        return ops.slice_update(cache, [0, 0, index, 0], new)
+    import tensorflow as tf
+
+    shape, depth = tf.shape(cache), cache.shape[-1]
+    rows = tf.reshape(cache, [-1, depth])  # [B*H*L, d]: a view of the same buffer.
+    written = tf.range(shape[0] * shape[1]) * shape[2] + index  # Row (b, h, index).
+    rows = tf.raw_ops.InplaceUpdate(x=rows, i=written, v=tf.reshape(new, [-1, depth]))
+    return tf.ensure_shape(tf.reshape(rows, shape), cache.shape)
 
 
 @keras.saving.register_keras_serializable(package="t2t_lite")
@@ -97,6 +156,8 @@ class MultiHeadAttention(keras.layers.Layer):
     def _split_heads(self, x, depth):
         """[B, T, H * depth] -> [B, H, T, depth] (heads first: no copy per step)."""
         shape = ops.shape(x)
+        if x.shape[1] == 1:  # One position (a decoding step): the same layout, no copy.
+            return ops.reshape(x, (shape[0], self.num_heads, 1, depth))
         x = ops.reshape(x, (shape[0], shape[1], self.num_heads, depth))
         return ops.transpose(x, (0, 2, 1, 3))
 
@@ -145,9 +206,10 @@ class MultiHeadAttention(keras.layers.Layer):
         probabilities = ops.softmax(scores, axis=-1)  # float32 [B, H, T, S]
         weights = self.dropout(ops.cast(probabilities, q.dtype), training=training)
         context = ops.einsum("bhts,bhsd->bhtd", weights, kv["value"])  # [B, H, T, d_v]
-        context = ops.transpose(context, (0, 2, 1, 3))  # [B, T, H, d_v]
+        if context.shape[2] != 1:  # One position: [B, H, 1, d_v] is already [B, 1, H, d_v].
+            context = ops.transpose(context, (0, 2, 1, 3))  # [B, T, H, d_v]
         shape = ops.shape(context)
-        context = ops.reshape(context, (shape[0], shape[1], self.num_heads * self.value_dim))
+        context = ops.reshape(context, (shape[0], -1, self.num_heads * self.value_dim))
         output = self.output_dense(context)
         result = (output,) if cache is None else (output, kv)
         if return_attention_scores:
