@@ -13,10 +13,11 @@ two threads overlap), op executions per decoding step, and the top op types
 with seconds per batch and share of the kernel time. A human table goes to
 stderr.
 
-`--compare_cache_writes` instead times (no profiler) three ways of writing the
-new key/value into the self-attention cache at each step, each swapped in for
-`attention.write_position` and interleaved in one process: `ops.slice_update`
-(XlaDynamicUpdateSlice in TensorFlow, the library's), a select over the
+`--compare_cache_writes` instead times (no profiler) four ways of writing the
+new key/value into the self-attention cache at each step, interleaved in one
+process: in place (`attention.cache_writes_in_place`, the library's without
+XLA), and, each swapped in for `attention.write_position`, copying ways:
+`ops.slice_update` (XlaDynamicUpdateSlice in TensorFlow), a select over the
 cache (`ops.where`) and a scatter of the B x H new rows (`ops.scatter_update`).
 One JSON line per variant: median seconds per batch.
 
@@ -47,6 +48,7 @@ import tensorflow as tf  # noqa: E402
 from tensorflow.tsl.profiler.protobuf import xplane_pb2  # noqa: E402
 
 import decode_speed  # noqa: E402
+import isa  # noqa: E402
 from machine import RESULTS, append_row, machine_fields  # noqa: E402
 from keras import ops  # noqa: E402
 
@@ -99,8 +101,10 @@ def _scatter(cache, new, index):
     return ops.scatter_update(cache, indices, new[:, :, 0, :])
 
 
-CACHE_WRITES = {"slice_update": attention.write_position,  # The library's.
-                "select": _select, "scatter": _scatter}
+# name -> (the write swapped in for `attention.write_position`, the search's `in_place`).
+CACHE_WRITES = {"in_place": (attention.write_position, True),  # The library's since 2026-12-06.
+                "slice_update": (attention.write_position, False),  # Its copying path.
+                "select": (_select, False), "scatter": (_scatter, False)}
 
 
 def cache_write_row(args, name: str, seconds: list[float], machine: dict) -> dict:
@@ -134,10 +138,10 @@ def compare_cache_writes(args, make_batch, machine):
     """Median seconds per batch of each cache write, interleaved over rounds."""
     overrides, vocab = decode_speed.SIZES[args.size]
     decodes, library = {}, attention.write_position
-    for name, write in CACHE_WRITES.items():
+    for name, (write, in_place) in CACHE_WRITES.items():
         attention.write_position = write  # Looked up when the decode is traced.
         model = weights.build_model(registry.hparams("base").override(overrides), vocab)
-        decodes[name] = decode_speed.make_decode(model, args.jit)
+        decodes[name] = decode_speed.make_decode(model, args.jit, copy_cache=not in_place)
         decodes[name](make_batch())[0].numpy()
     attention.write_position = library
     times = collections.defaultdict(list)
@@ -170,6 +174,7 @@ def main():
     tf.config.threading.set_intra_op_parallelism_threads(args.threads)
     tf.config.threading.set_inter_op_parallelism_threads(1)
     machine = machine_fields()  # At --threads, before any decoding.
+    machine["onednn_isa"] = isa.probe()  # AVX2 under `eval "$(... isa.py env --isa=avx2)"`.
     overrides, vocab = decode_speed.SIZES[args.size]
     rng = np.random.default_rng(1234)
 

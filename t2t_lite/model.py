@@ -341,16 +341,8 @@ class Transformer(BuiltFromHParams, keras.Model):
         }
         return self_cache, cross_cache
 
-    @staticmethod
-    def writes_cache_in_place():
-        """Context: `decode_step`s traced inside write the self_cache in place
-        (`t2t_lite.layers.attention.cache_writes_in_place`)."""
-        return cache_writes_in_place()
-
-    @staticmethod
-    def own_self_cache(self_cache):
-        """`self_cache` copied into buffers the caller alone holds (`layers.attention.own_buffers`)."""
-        return own_buffers(self_cache)
+    writes_cache_in_place = staticmethod(cache_writes_in_place)  # See the interface.
+    own_self_cache = staticmethod(own_buffers)
 
     @staticmethod
     def grow_self_cache(self_cache, length):
