@@ -47,8 +47,8 @@ def cache_writes_in_place():
     """Within it, `write_position` traced in a TensorFlow graph writes in place.
 
     Without XLA, TensorFlow copies the whole cache [B, H, L, d] to write one
-    position (`ops.slice_update`, a select and a scatter all copy), a fifth of a
-    decoding step at `bench` under AVX2 (`benchmarks/decode_profile.py`). In
+    position (`ops.slice_update`, a select and a scatter all copy), about a fifth
+    of a decoding step at `bench` under AVX2 (README, "In-place cache writes"). In
     place, a write touches only the B x H new rows. The caller guarantees what
     makes that safe: every cache it passes in is a buffer it alone holds
     (`own_buffers` at the start of a loop, or a fresh result such as the
