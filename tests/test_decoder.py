@@ -180,11 +180,13 @@ def test_growing_cache_equals_full_length_cache(beam_size, monkeypatch):
     model = Transformer.from_hparams(hparams, 50)
     inputs = tf.constant(np.random.default_rng(1).integers(2, 50, (3, 8)), tf.int32)
     assert cache_lengths(40) == [16, 32, 40]
-    grown = search(model, inputs, beam_size, 0.6, 40, min_decode_length=37)
+    monkeypatch.setattr("t2t_lite.decoding.search.FIRST_CACHE_LENGTH", 4)  # Fewer steps.
+    assert cache_lengths(12) == [4, 8, 12]
+    grown = search(model, inputs, beam_size, 0.6, 12, min_decode_length=11)
     monkeypatch.setattr("t2t_lite.decoding.search.FIRST_CACHE_LENGTH", 64)
-    assert cache_lengths(40) == [40]
-    full = search(model, inputs, beam_size, 0.6, 40, min_decode_length=37)
-    assert np.count_nonzero(grown[0].numpy()[:, 0]) >= 3 * 37  # Decoded past 32 steps.
+    assert cache_lengths(12) == [12]
+    full = search(model, inputs, beam_size, 0.6, 12, min_decode_length=11)
+    assert np.count_nonzero(grown[0].numpy()[:, 0]) >= 3 * 11  # Decoded past 8 steps.
     np.testing.assert_array_equal(grown[0].numpy(), full[0].numpy())
     np.testing.assert_allclose(grown[1].numpy(), full[1].numpy(), rtol=1e-5)
 
