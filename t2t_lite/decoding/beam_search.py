@@ -241,9 +241,9 @@ def beam_search(next_fn, initial_cache, batch_size, beam_size, max_decode_length
         start_id: token fed at index 0.
         cache_lengths, grow_cache: a cache that grows in segments (see
             `_segmented_loop`); by default the loop runs once over L steps.
-        own_cache: optional `cache -> cache` applied at the start of every
-            segment: copies the cache into buffers only this loop holds (for a
-            `next_fn` that writes its cache in place; see `_segmented_loop`).
+        own_cache: optional `cache -> cache` applied to the initial cache:
+            copies it into buffers only this loop holds (for a `next_fn` that
+            writes its cache in place; see `_segmented_loop`).
         allowed_fn: optional `(cache, index) -> bool [B*K, V]`, called on the
             cache `next_fn` returned: the tokens each beam may take next (a
             constrained search, e.g. `t2t_lite.parsing.tree_constraint`). Forbidden
@@ -283,10 +283,10 @@ def _segmented_loop(cond, body, state, max_decode_length, cache_lengths, grow_ca
     loop runs while index < l_1 on a cache of l_1 positions, then
     `grow_cache(cache, l_2)` pads it, and so on: one loop per segment, each
     with static shapes. A segment whose condition is already false (finished
-    early) runs no step. `own_cache`, if given, is applied to the cache at the
-    start of every segment (`t2t_lite.layers.attention.cache_writes_in_place`:
-    a loop whose steps write their cache in place must start from buffers it
-    alone holds; a beam reordering's gather gives fresh ones every step).
+    early) runs no step. `own_cache`, if given, is applied to the initial cache
+    (`t2t_lite.layers.attention.cache_writes_in_place`: a loop whose steps write
+    their cache in place must start from buffers it alone holds; `grow_cache`'s
+    padding and a beam reordering's gather give fresh ones).
     """
     lengths = list(cache_lengths or [max_decode_length])
     if lengths[-1] != max_decode_length or lengths != sorted(set(lengths)):
@@ -294,7 +294,7 @@ def _segmented_loop(cond, body, state, max_decode_length, cache_lengths, grow_ca
     for segment, length in enumerate(lengths):
         if segment:
             state = state._replace(cache=grow_cache(state.cache, length))
-        if own_cache is not None:
+        elif own_cache is not None:  # A grown cache is a fresh buffer already.
             state = state._replace(cache=own_cache(state.cache))
 
         def segment_cond(state, length=length):

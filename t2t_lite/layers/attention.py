@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import threading
 
 import keras
 from keras import ops
@@ -39,7 +40,7 @@ from keras import ops
 NEG_INF = -1e9
 
 
-_IN_PLACE = {"writes": False}  # Trace-time switch of `cache_writes_in_place`.
+_IN_PLACE = threading.local()  # Trace-time switch of `cache_writes_in_place`, per thread.
 
 
 @contextlib.contextmanager
@@ -55,20 +56,23 @@ def cache_writes_in_place():
     beams' reordering), and it never reads a cache again after passing it to a
     write (a search's loop state). XLA updates in place by itself: a search
     compiled with XLA must not enter this context (XLA has no kernel for the
-    in-place ops). It is a trace-time switch: graphs traced inside keep it.
+    in-place ops). It is a trace-time switch of the calling thread: graphs
+    traced inside keep it.
     """
-    previous = _IN_PLACE["writes"]
-    _IN_PLACE["writes"] = True
+    previous = getattr(_IN_PLACE, "writes", False)
+    _IN_PLACE.writes = True
     try:
         yield
     finally:
-        _IN_PLACE["writes"] = previous
+        _IN_PLACE.writes = previous
 
 
-def _in_place():
-    if not _IN_PLACE["writes"] or keras.backend.backend() != "tensorflow":
+def _traced_tensorflow():
+    """True while tracing a TensorFlow graph (the in-place ops are TensorFlow's alone)."""
+    if keras.backend.backend() != "tensorflow":
         return False
-    import tensorflow as tf  # The switch is TensorFlow's alone.
+    import tensorflow as tf
+
     return not tf.executing_eagerly()
 
 
@@ -79,12 +83,10 @@ def own_buffers(structure):
     a constant (zeros folded by the graph optimizer) or shared with the caller
     must not be written in place. Outside a traced TensorFlow graph: unchanged.
     """
-    if keras.backend.backend() != "tensorflow":
+    if not _traced_tensorflow():
         return structure
     import tensorflow as tf
 
-    if tf.executing_eagerly():
-        return structure
     return keras.tree.map_structure(lambda x: tf.raw_ops.DeepCopy(x=x), structure)
 
 
@@ -94,7 +96,7 @@ def write_position(cache, new, index):
     Copies the cache (`ops.slice_update`), or, inside `cache_writes_in_place`,
     writes the B x H rows into the cache's own buffer.
     """
-    if not _in_place():
+    if not (getattr(_IN_PLACE, "writes", False) and _traced_tensorflow()):
         return ops.slice_update(cache, [0, 0, index, 0], new)
     import tensorflow as tf
 
