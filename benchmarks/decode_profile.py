@@ -2,6 +2,7 @@
 
     python benchmarks/decode_profile.py --size bench [--jit] [--top 15]
     python benchmarks/decode_profile.py --compare_cache_writes [--rounds 3]
+    python benchmarks/decode_profile.py --compare_beams [--rounds 3] [--jit]
 
 Decodes one warm-up batch, then profiles `--batches` batches (decode_speed.py's
 32 x 30 random sources, beam 4, exactly 40 new tokens, 2 intra-op threads)
@@ -20,6 +21,11 @@ XLA), and, each swapped in for `attention.write_position`, copying ways:
 `ops.slice_update` (XlaDynamicUpdateSlice in TensorFlow), a select over the
 cache (`ops.where`) and a scatter of the B x H new rows (`ops.scatter_update`).
 One JSON line per variant: median seconds per batch.
+
+`--compare_beams` times, the same way, the beam search over grouped beams (the
+library's since 2026-12-07: `t2t_lite.layers.beam_decoder`) against the
+search that repeats the encoder's keys per beam and reorders the caches
+(`search(..., grouped=False)`), both with the library's cache writes.
 
 Every row also says `core` (`--core`: what else ran on the cores it used, e.g.
 "dedicated (taskset, nothing else on it)" or "shared with a training run") and
@@ -141,7 +147,8 @@ def compare_cache_writes(args, make_batch, machine):
     for name, (write, in_place) in CACHE_WRITES.items():
         attention.write_position = write  # Looked up when the decode is traced.
         model = weights.build_model(registry.hparams("base").override(overrides), vocab)
-        decodes[name] = decode_speed.make_decode(model, args.jit, copy_cache=not in_place)
+        decodes[name] = decode_speed.make_decode(  # The [B*K, H, L, d] cache these writes take.
+            model, args.jit, copy_cache=not in_place, reorder_beams=True)
         decodes[name](make_batch())[0].numpy()
     attention.write_position = library
     times = collections.defaultdict(list)
@@ -156,6 +163,32 @@ def compare_cache_writes(args, make_batch, machine):
         append_row(cache_write_row(args, name, seconds, machine), args.out)
 
 
+def compare_beams(args, make_batch, machine):
+    """Median seconds per batch of grouped and reordered beams, interleaved over rounds."""
+    overrides, vocab = decode_speed.SIZES[args.size]
+    model = weights.build_model(registry.hparams("base").override(overrides), vocab)
+    decodes = {name: decode_speed.make_decode(model, args.jit, reorder_beams=reorder)
+               for name, reorder in (("grouped", False), ("reordered", True))}
+    for decode in decodes.values():
+        decode(make_batch())[0].numpy()
+    times = collections.defaultdict(list)
+    for _ in range(args.rounds):
+        for name, decode in decodes.items():
+            for _ in range(args.batches):
+                inputs = make_batch()
+                start = time.perf_counter()
+                decode(inputs)[0].numpy()
+                times[name].append(time.perf_counter() - start)
+    for name, seconds in times.items():
+        median = statistics.median(seconds)
+        append_row({"bench": "decode_beams", "size": args.size, "jit": args.jit,
+                    "threads": args.threads, "beams": name, "batches": len(seconds),
+                    "median_seconds_per_batch": round(median, 4),
+                    "tgt_tokens_per_s": round(
+                        decode_speed.BATCH * decode_speed.NEW_TOKENS / median, 1),
+                    "core": args.core, **machine}, args.out)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", choices=sorted(decode_speed.SIZES), default="bench")
@@ -164,7 +197,8 @@ def main():
     parser.add_argument("--top", type=int, default=15)
     parser.add_argument("--threads", type=int, default=2, help="intra-op threads")
     parser.add_argument("--compare_cache_writes", action="store_true")
-    parser.add_argument("--rounds", type=int, default=3, help="with --compare_cache_writes")
+    parser.add_argument("--compare_beams", action="store_true")
+    parser.add_argument("--rounds", type=int, default=3, help="with --compare_*")
     parser.add_argument("--core", default=None,
                         help='what else ran on its cores, e.g. "dedicated (taskset, nothing '
                              'else on it)" or "shared with a training run"')
@@ -185,6 +219,8 @@ def main():
 
     if args.compare_cache_writes:
         return compare_cache_writes(args, batch, machine)
+    if args.compare_beams:
+        return compare_beams(args, batch, machine)
     model = weights.build_model(registry.hparams("base").override(overrides), vocab)
     decode = decode_speed.make_decode(model, args.jit)
     decode(batch())[0].numpy()  # Trace (and compile) outside the profile.

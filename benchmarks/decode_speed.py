@@ -3,6 +3,7 @@
     python benchmarks/decode_speed.py --size bench      # or base, or all (default)
     python benchmarks/decode_speed.py --size all --jit  # XLA-compiled decoding loop
     python benchmarks/decode_speed.py --copy_cache      # the cache copied at each write
+    python benchmarks/decode_speed.py --reorder_beams   # caches reordered, not grouped beams
 
 A randomly initialized model: "bench" (N=3, d_model=256, d_ff=1024, h=4, vocab 8192)
 and "base" (the paper's base, vocab 32768). Batches of 32 sources of 30 random ids +
@@ -36,26 +37,31 @@ SIZES = {
 BATCH, SOURCE_LENGTH, NEW_TOKENS, BEAM, ALPHA = 32, 30, 40, 4, 0.6
 
 
-def make_decode(model, jit: bool, copy_cache: bool = False):
+def make_decode(model, jit: bool, copy_cache: bool = False, reorder_beams: bool | None = None):
     """A traced function: sources int32 [B, S+1] -> sequences [B, K, 40].
 
     As `t2t_lite-decoder`: without XLA the self-attention cache is written in
-    place, unless `copy_cache` (the library's way before 2026-12-06).
+    place, unless `copy_cache` (the library's way before 2026-12-06), and the
+    beams are grouped; with XLA (or `reorder_beams`) the caches are repeated and
+    reordered per beam (the library's way before 2026-12-07, and with XLA).
     """
+    if reorder_beams is None:
+        reorder_beams = jit
 
     def decode(inputs):
         return search(model, inputs, BEAM, ALPHA, NEW_TOKENS, min_decode_length=NEW_TOKENS,
-                      in_place=not (jit or copy_cache))
+                      in_place=not (jit or copy_cache), grouped=not reorder_beams)
 
     spec = tf.TensorSpec([BATCH, SOURCE_LENGTH + 1], tf.int32)
     return tf.function(decode, input_signature=[spec], jit_compile=jit)
 
 
-def run(size: str, batches: int, jit: bool, copy_cache: bool = False) -> dict:
+def run(size: str, batches: int, jit: bool, copy_cache: bool = False,
+        reorder_beams: bool | None = None) -> dict:
     overrides, vocab = SIZES[size]
     hparams = registry.hparams("base").override(overrides)
     model = weights.build_model(hparams, vocab)
-    decode = make_decode(model, jit, copy_cache)
+    decode = make_decode(model, jit, copy_cache, reorder_beams)
     rng = np.random.default_rng(1234)
     times, lengths = [], set()
     for i in range(batches + 1):
@@ -71,7 +77,8 @@ def run(size: str, batches: int, jit: bool, copy_cache: bool = False) -> dict:
     median = statistics.median(times)
     return {
         "bench": "decode", "system": f"t2t_lite beam_search (TF, fp32{', XLA' if jit else ''}"
-                                     f"{', cache copied' if copy_cache else ''})",
+                                     f"{', cache copied' if copy_cache else ''}"
+                                     f"{', beams reordered' if reorder_beams and not jit else ''})",
         "size": size, "params": model.count_params(),
         "decode": {"batch": BATCH, "src_tokens": SOURCE_LENGTH, "plus_eos": True, "beam": BEAM,
                    "length_penalty": ALPHA, "new_tokens": NEW_TOKENS, "threads": 2},
@@ -93,11 +100,14 @@ def main():
     parser.add_argument("--jit", action="store_true", help="XLA-compile the decoding loop")
     parser.add_argument("--copy_cache", action="store_true",
                         help="write the self-attention cache by copying it (the old way)")
+    parser.add_argument("--reorder_beams", action="store_true",
+                        help="repeat and reorder the caches per beam (the old way)")
     args = parser.parse_args()
     tf.config.threading.set_intra_op_parallelism_threads(2)
     tf.config.threading.set_inter_op_parallelism_threads(1)
     for size in (["bench", "base"] if args.size == "all" else [args.size]):
-        print(json.dumps(run(size, args.batches, args.jit, args.copy_cache)), flush=True)
+        print(json.dumps(run(size, args.batches, args.jit, args.copy_cache,
+                             args.reorder_beams or None)), flush=True)
 
 
 if __name__ == "__main__":

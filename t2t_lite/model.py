@@ -31,6 +31,12 @@ which copies a self_cache into buffers nobody else holds. A search that uses
 them owns the cache at the start of each loop and never reads a self_cache it
 passed to `decode_step` again (`t2t_lite.decoding.search`).
 
+Optional, for beam search without reordering caches (`t2t_lite.layers.beam_decoder`):
+`decodes_grouped_beams()` -> True, `beam_self_cache(self_cache, K)`,
+`grow_beam_cache(self_cache, length)` and `decode_beams_step(ids, index,
+self_cache, cross_cache, ancestry)`: the K beams of a sentence share one
+cross_cache row and one self_cache of K slots that the search never reorders.
+
 Optional, before training: `adapt(problem)`: takes what the model needs from
 the problem before training, saved with its weights (the trainer calls it right
 after building the model; Keras `fit` users call it themselves).
@@ -48,7 +54,7 @@ them with the logits.
 
 Decoding (`t2t_lite.decoding.search.search`) only uses this interface: it repeats the
 cross_cache leaves for the K beams, and beam search reorders the self_cache
-leaves along their first dimension. Checkpoints name weights by their Keras
+leaves along their first dimension (or, for grouped beams, only the ancestry). Checkpoints name weights by their Keras
 paths, so a model's weights keep their names as long as its layers do.
 
 `Transformer` implements it with shared embeddings (section 3.4) and a
@@ -70,6 +76,7 @@ from keras import ops
 from t2t_lite.hparams.hparams import HParamsError
 from t2t_lite.ids import EOS_ID, PAD_ID  # noqa: F401  (re-exported)
 from t2t_lite.layers.attention import cache_writes_in_place, own_buffers
+from t2t_lite.layers.beam_decoder import GroupedBeamsMixin
 from t2t_lite.layers.config import LayerConfig
 from t2t_lite.layers.decoder import DecoderLayer
 from t2t_lite.layers.embedding import SharedEmbedding
@@ -125,7 +132,7 @@ class BuiltFromHParams:
 
 @register_model("transformer")
 @keras.saving.register_keras_serializable(package="t2t_lite")
-class Transformer(BuiltFromHParams, keras.Model):
+class Transformer(GroupedBeamsMixin, BuiltFromHParams, keras.Model):
     """Encoder-decoder Transformer (sections 3.1-3.5); the model interface above.
 
     Build it with `Transformer.from_hparams(hparams, source_vocab_size,
@@ -343,6 +350,12 @@ class Transformer(BuiltFromHParams, keras.Model):
 
     writes_cache_in_place = staticmethod(cache_writes_in_place)  # See the interface.
     own_self_cache = staticmethod(own_buffers)
+
+    def decodes_grouped_beams(self):
+        """True unless a subclass changes the cached decoder (see the interface)."""
+        cls = type(self)
+        return all(getattr(cls, name) is getattr(Transformer, name) for name in
+                   ("init_cache", "_init_cache_from", "decode_step", "_decode_layers_step"))
 
     @staticmethod
     def grow_self_cache(self_cache, length):

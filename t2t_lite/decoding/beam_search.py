@@ -44,7 +44,7 @@ def _unflatten_beam_dim(x, beam_size):
     return ops.reshape(x, (-1, beam_size) + tuple(x.shape[1:]))
 
 
-def _gather_beams(x, beam_indices):
+def gather_beams(x, beam_indices):
     """Picks beams: x [B, K_old, ...], beam_indices int32 [B, K_new] -> [B, K_new, ...]."""
     old_beams = x.shape[1]
     offsets = ops.arange(ops.shape(x)[0], dtype="int32")[:, None] * old_beams
@@ -83,7 +83,20 @@ class _BeamState(NamedTuple):
     cache: Any  # nested tensors, leading dim B*K, aligned with alive_seq
 
 
-def _init_state(initial_cache, batch_size, beam_size, max_decode_length):
+def _tile_beams(cache, beam_size):
+    """Every leaf [B, ...] repeated for the K beams: [B*K, ...], rows b * K + k."""
+    return keras.tree.map_structure(
+        lambda x: _flatten_beam_dim(_expand_to_beam_size(x, beam_size)), cache)
+
+
+def _reorder_beams(cache, parents, beam_size):
+    """Every leaf [B*K, ...] gathered to the beams' new order (parents int32 [B, K])."""
+    return keras.tree.map_structure(
+        lambda x: _flatten_beam_dim(gather_beams(_unflatten_beam_dim(x, beam_size), parents)),
+        cache)
+
+
+def _init_state(initial_cache, batch_size, beam_size, max_decode_length, tile_cache):
     """Initial `_BeamState`: one live beam (log-prob 0) per sentence, K-1 dead."""
     shape = (batch_size, beam_size)
     first = ops.where(ops.arange(beam_size) == 0, 0.0, NEG_INF)
@@ -94,8 +107,7 @@ def _init_state(initial_cache, batch_size, beam_size, max_decode_length):
         finished_seq=ops.zeros(shape + (max_decode_length,), "int32"),
         finished_scores=ops.full(shape, NEG_INF, "float32"),
         finished_flags=ops.zeros(shape, "bool"),
-        cache=keras.tree.map_structure(
-            lambda x: _flatten_beam_dim(_expand_to_beam_size(x, beam_size)), initial_cache),
+        cache=tile_cache(initial_cache, beam_size),
     )
 
 
@@ -122,7 +134,7 @@ def _top_k_rows(x, k, vocab):
     chunks = ops.reshape(x, (-1, num_chunks, TOP_K_CHUNK))
     _, best_chunks = ops.top_k(ops.max(chunks, axis=-1), k=k)  # [N, k]
     best_chunks = ops.cast(best_chunks, "int32")
-    candidates = _gather_beams(chunks, best_chunks)  # [N, k, chunk]
+    candidates = gather_beams(chunks, best_chunks)  # [N, k, chunk]
     values, position = ops.top_k(ops.reshape(candidates, (-1, k * TOP_K_CHUNK)), k=k)
     position = ops.cast(position, "int32")
     chunk = ops.take_along_axis(best_chunks, position // TOP_K_CHUNK, axis=1)
@@ -161,13 +173,13 @@ def _grow_topk(state, next_fn, beam_size, vocab_size, eos_id, min_decode_length,
     topk_beams = ops.floor_divide(position, per_beam)
     topk_tokens = ops.take_along_axis(
         ops.reshape(top_tokens, (-1, beam_size * per_beam)), position, axis=1)
-    topk_seq = _gather_beams(state.alive_seq, topk_beams)
+    topk_seq = gather_beams(state.alive_seq, topk_beams)
     topk_seq = _write_token(topk_seq, topk_tokens, state.index)
     return topk_seq, topk_log_probs, topk_beams, cache
 
 
 def _beam_step(state, next_fn, beam_size, vocab_size, alpha, eos_id, min_decode_length,
-               start_id, allowed_fn=None):
+               start_id, allowed_fn=None, reorder_cache=_reorder_beams):
     """One decoding step: grow top-2K candidates, then the alive and finished sets."""
     topk_seq, topk_log_probs, topk_beams, cache = _grow_topk(
         state, next_fn, beam_size, vocab_size, eos_id, min_decode_length, start_id, allowed_fn)
@@ -178,9 +190,7 @@ def _beam_step(state, next_fn, beam_size, vocab_size, alpha, eos_id, min_decode_
     alive_log_probs, alive_idx = ops.top_k(alive_scores, k=beam_size)
     alive_idx = ops.cast(alive_idx, "int32")
     parents = ops.take_along_axis(topk_beams, alive_idx, axis=1)  # [B, K]
-    cache = keras.tree.map_structure(
-        lambda x: _flatten_beam_dim(_gather_beams(_unflatten_beam_dim(x, beam_size), parents)),
-        cache)
+    cache = reorder_cache(cache, parents, beam_size)
     # Grow finished: merge old finished with new EOS candidates, keep best K.
     new_flags = ops.logical_and(is_eos, topk_log_probs > _VALID)
     new_scores = topk_log_probs / length_penalty(state.index + 1, alpha)
@@ -192,9 +202,9 @@ def _beam_step(state, next_fn, beam_size, vocab_size, alpha, eos_id, min_decode_
     fin_idx = ops.cast(fin_idx, "int32")
     return _BeamState(
         index=state.index + 1,
-        alive_seq=_gather_beams(topk_seq, alive_idx),
+        alive_seq=gather_beams(topk_seq, alive_idx),
         alive_log_probs=alive_log_probs,
-        finished_seq=_gather_beams(all_seq, fin_idx),
+        finished_seq=gather_beams(all_seq, fin_idx),
         finished_scores=finished_scores,
         finished_flags=ops.take_along_axis(all_flags, fin_idx, axis=1),
         cache=cache,
@@ -221,7 +231,8 @@ def _is_not_finished(state, max_decode_length, alpha):
 
 def beam_search(next_fn, initial_cache, batch_size, beam_size, max_decode_length, eos_id,
                 alpha=0.6, vocab_size=None, min_decode_length=0, start_id=0,
-                cache_lengths=None, grow_cache=None, allowed_fn=None, own_cache=None):
+                cache_lengths=None, grow_cache=None, allowed_fn=None, own_cache=None,
+                tile_cache=_tile_beams, reorder_cache=_reorder_beams):
     """Beam search decoding (Vaswani et al. 2017, section 6.1; tensor2tensor).
 
     Args:
@@ -251,6 +262,11 @@ def beam_search(next_fn, initial_cache, batch_size, beam_size, max_decode_length
             model's log-probabilities (no renormalization) and a search whose
             candidates the mask never removes is exactly the unconstrained one.
             Every alive beam must have an allowed token at every step.
+        tile_cache, reorder_cache: `(cache, K)` -> the initial beams' cache and
+            `(cache, parents int32 [B, K], K)` -> the cache of the reselected
+            beams; by default every leaf is repeated to B*K rows and gathered
+            (a `next_fn` over grouped beams keeps its own layout:
+            `t2t_lite.decoding.search`).
 
     Returns:
         (sequences int32 [B, K, L], scores float32 [B, K]), best first. A
@@ -259,14 +275,14 @@ def beam_search(next_fn, initial_cache, batch_size, beam_size, max_decode_length
         returns its alive beams scored at length L; if only some of the K
         finished slots are filled, the rest hold zeros and a score of ~-1e9.
     """
-    state = _init_state(initial_cache, batch_size, beam_size, max_decode_length)
+    state = _init_state(initial_cache, batch_size, beam_size, max_decode_length, tile_cache)
 
     def cond(state):
         return _is_not_finished(state, max_decode_length, alpha)
 
     def body(state):
         return _beam_step(state, next_fn, beam_size, vocab_size, alpha, eos_id,
-                          min_decode_length, start_id, allowed_fn)
+                          min_decode_length, start_id, allowed_fn, reorder_cache)
 
     state = _segmented_loop(cond, body, state, max_decode_length, cache_lengths, grow_cache,
                             own_cache)

@@ -31,7 +31,8 @@ def cache_lengths(max_decode_length: int) -> list[int]:
 
 
 def search(model, inputs, beam_size: int, alpha: float, max_decode_length: int,
-           min_decode_length: int = 0, constraint=None, in_place: bool = False):
+           min_decode_length: int = 0, constraint=None, in_place: bool = False,
+           grouped: bool = False):
     """Beam search (greedy for beam 1) over the model's cached decoder.
 
     Uses only the model interface (`t2t_lite/model.py`): `init_cache`,
@@ -53,17 +54,28 @@ def search(model, inputs, beam_size: int, alpha: float, max_decode_length: int,
       inputs: int32 [B, S] source ids with EOS, 0-padded.
       in_place: the model's self_cache is written in place when traced in a
         TensorFlow graph (`writes_cache_in_place`); never under XLA.
+      grouped: a beam search (K > 1, no constraint) over a model that
+        `decodes_grouped_beams()` runs its K beams as a group
+        (`t2t_lite.layers.beam_decoder`): the cross_cache is not repeated and
+        the self_cache is never reordered (faster without XLA, slower with it:
+        README, "Grouped beams"). False: the plain, reordering search.
 
     Returns:
       (ids int32 [B, K, L], scores float32 [B, K]), best first; K = 1 for greedy.
     """
     lengths = cache_lengths(max_decode_length)
     self_cache, cross_cache = model.init_cache(inputs, lengths[0])
-    if beam_size > 1:  # Rows b * K + k, as beam_search flattens them.
-        cross_cache = keras.tree.map_structure(
-            lambda x: ops.repeat(x, beam_size, axis=0), cross_cache)
-    next_fn, self_cache, growth = cached_decoder(
-        model, self_cache, cross_cache, inputs, max_decode_length, constraint, in_place)
+    grouped = grouped and beam_size > 1 and constraint is None and getattr(
+        model, "decodes_grouped_beams", lambda: False)()
+    if grouped:
+        next_fn, self_cache, growth = grouped_beams_decoder(
+            model, self_cache, cross_cache, beam_size, max_decode_length, in_place)
+    else:
+        if beam_size > 1:  # Rows b * K + k, as beam_search flattens them.
+            cross_cache = keras.tree.map_structure(
+                lambda x: ops.repeat(x, beam_size, axis=0), cross_cache)
+        next_fn, self_cache, growth = cached_decoder(
+            model, self_cache, cross_cache, inputs, max_decode_length, constraint, in_place)
     growth["min_decode_length"] = min_decode_length
     batch = ops.shape(inputs)[0]
     with cache_writes(model, in_place):
@@ -129,13 +141,57 @@ def cached_decoder(model, self_cache, cross_cache, inputs, max_decode_length, co
     return constrained_next_fn, (self_cache, constraint.initial_state(inputs)), growth
 
 
+def grouped_beams_decoder(model, self_cache, cross_cache, beam_size: int,
+                          max_decode_length: int, in_place: bool = False):
+    """`cached_decoder` for a beam search over grouped beams (`search`'s `grouped`).
+
+    The loop's cache is (the model's K-slot self_cache, ancestry int32 [B, K, l]):
+    `next_fn` marks position `index` of every beam as its own slot's, and the
+    search reorders only the ancestry when it reselects beams
+    (`t2t_lite.layers.beam_decoder`). `self_cache` and `cross_cache` are
+    `init_cache`'s, neither repeated.
+
+    Returns:
+      (next_fn, initial cache, dict(cache_lengths=, grow_cache=, tile_cache=,
+      reorder_cache=[, own_cache=])).
+    """
+    lengths = cache_lengths(max_decode_length)
+    batch = ops.shape(cross_cache["input_mask"])[0]
+    slots = ops.reshape(ops.arange(beam_size, dtype="int32"), (1, beam_size, 1))
+    ancestry = ops.zeros((batch, beam_size, lengths[0]), "int32")
+
+    def next_fn(ids, index, cache):
+        slot_cache, ancestry = cache
+        ancestry = ops.where(ops.arange(ancestry.shape[-1]) == index, slots, ancestry)
+        logits, slot_cache = model.decode_beams_step(ids, index, slot_cache, cross_cache,
+                                                     ancestry)
+        return logits, (slot_cache, ancestry)
+
+    def grow_cache(cache, length):
+        slot_cache, ancestry = cache
+        padding = [[0, 0], [0, 0], [0, length - ancestry.shape[-1]]]
+        return model.grow_beam_cache(slot_cache, length), ops.pad(ancestry, padding)
+
+    def reorder_cache(cache, parents, beam_size):
+        return cache[0], beam_search.gather_beams(cache[1], parents)
+
+    growth = dict(cache_lengths=lengths, grow_cache=grow_cache,
+                  tile_cache=lambda cache, beam_size: cache, reorder_cache=reorder_cache)
+    own = getattr(model, "own_self_cache", None) if in_place else None
+    if own is not None:
+        growth["own_cache"] = lambda cache: (own(cache[0]), cache[1])
+    return next_fn, (model.beam_self_cache(self_cache, beam_size), ancestry), growth
+
+
 def decode_padded(model, inputs, options):
     """inputs int32 [B, S] (S a padded source length) -> (ids [B, K, L], scores [B, K]).
 
     The search of `t2t_lite.decoding.decoder.Decoder` and of the exported SavedModel alike:
     L = decode_policy.max_decode_length(S, extra_length). Without XLA the
-    self_cache is written in place (`search`'s `in_place`).
+    self_cache is written in place and the beams are grouped (`search`'s
+    `in_place` and `grouped`).
     """
     max_length = decode_policy.max_decode_length(inputs.shape[1], options.extra_length)
     return search(model, inputs, options.beam_size, options.alpha, max_length,
-                  constraint=options.constraint, in_place=not options.jit_compile)
+                  constraint=options.constraint, in_place=not options.jit_compile,
+                  grouped=not options.jit_compile)

@@ -104,5 +104,36 @@ class DecoderLayer(ResidualMixin, keras.layers.Layer):
             result += (scores,)
         return result[0] if len(result) == 1 else result
 
+    def beams_step(self, x, beam_size, cache, cache_index, self_attention_mask,
+                   cross_attention_mask):
+        """One decoding step of grouped beams (`MultiHeadAttention.beams_call`).
+
+        Args:
+          x: [B*K, 1, D], rows b * K + k.
+          cache: {"self": {"key": [B, H, K, L, d_k], ...}, "cross": {"key": [B, H, S, d_k], ...}}.
+          self_attention_mask: bool [B, 1, K, K*L]; cross_attention_mask: bool [B, 1, 1, S].
+
+        Returns:
+          ([B*K, 1, D], the updated self-attention cache).
+        """
+        new = {}
+
+        def self_attention(y):
+            out, new["self"] = self.self_attention.beams_call(
+                y, beam_size, cache["self"], self_attention_mask, cache_index=cache_index)
+            return out
+
+        def cross_attention(y):
+            return self.cross_attention.beams_call(y, beam_size, cache["cross"],
+                                                   cross_attention_mask)
+
+        x = self._residual(x, self_attention, self.self_attention_norm,
+                           self.self_attention_dropout, False)
+        x = self._residual(x, cross_attention, self.cross_attention_norm,
+                           self.cross_attention_dropout, False)
+        x = self._residual(x, lambda y: self.feed_forward(y, training=False),
+                           self.feed_forward_norm, self.feed_forward_dropout, False)
+        return x, new["self"]
+
     def compute_output_shape(self, x_shape, encoder_output_shape=None):
         return x_shape
