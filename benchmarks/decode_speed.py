@@ -4,12 +4,14 @@
     python benchmarks/decode_speed.py --size all --jit  # XLA-compiled decoding loop
     python benchmarks/decode_speed.py --copy_cache      # the cache copied at each write
     python benchmarks/decode_speed.py --reorder_beams   # caches reordered, not grouped beams
+    python benchmarks/decode_speed.py --shards 1        # one search, not two side by side
 
 A randomly initialized model: "bench" (N=3, d_model=256, d_ff=1024, h=4, vocab 8192)
 and "base" (the paper's base, vocab 32768). Batches of 32 sources of 30 random ids +
 EOS, beam 4, alpha 0.6, exactly 40 generated tokens per sentence (min_decode_length
-== max, so every system does the same work), 2 intra-op threads, 1 warm-up batch +
-N timed. Prints one JSON line per size: tokens/s = 32 * 40 / median seconds per batch.
+== max, so every system does the same work), 2 threads as the library splits them
+(`t2t_lite.decoding.parallel`: without XLA 2 searches side by side, each on 1
+intra-op thread; with XLA one search on 2), 1 warm-up batch + N timed. Prints one JSON line per size: tokens/s = 32 * 40 / median seconds per batch.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import tensorflow as tf  # noqa: E402
 
 from t2t_lite import registry  # noqa: E402
 from t2t_lite.runs import weights
+from t2t_lite.decoding import parallel
 from t2t_lite.decoding.search import search
 from t2t_lite.ids import EOS_ID  # noqa: E402
 
@@ -37,31 +40,44 @@ SIZES = {
 BATCH, SOURCE_LENGTH, NEW_TOKENS, BEAM, ALPHA = 32, 30, 40, 4, 0.6
 
 
-def make_decode(model, jit: bool, copy_cache: bool = False, reorder_beams: bool | None = None):
+THREADS = 2
+
+
+def default_shards(jit: bool) -> int:
+    """The library's shards on THREADS cores: searches side by side without XLA."""
+    return 1 if jit else min(parallel.MAX_DEFAULT_SHARDS, THREADS)
+
+
+def make_decode(model, jit: bool, copy_cache: bool = False, reorder_beams: bool | None = None,
+                shards: int = 1):
     """A traced function: sources int32 [B, S+1] -> sequences [B, K, 40].
 
     As `t2t_lite-decoder`: without XLA the self-attention cache is written in
     place, unless `copy_cache` (the library's way before 2026-12-06), and the
     beams are grouped; with XLA (or `reorder_beams`) the caches are repeated and
-    reordered per beam (the library's way before 2026-12-07, and with XLA).
+    reordered per beam (the library's way before 2026-12-07, and with XLA). The
+    batch is split into `shards` searches side by side (`parallel.sharded`).
     """
     if reorder_beams is None:
         reorder_beams = jit
 
-    def decode(inputs):
+    def one_search(inputs):
         return search(model, inputs, BEAM, ALPHA, NEW_TOKENS, min_decode_length=NEW_TOKENS,
                       in_place=not (jit or copy_cache), grouped=not reorder_beams)
+
+    def decode(inputs):
+        return parallel.sharded(one_search, (inputs,), shards)
 
     spec = tf.TensorSpec([BATCH, SOURCE_LENGTH + 1], tf.int32)
     return tf.function(decode, input_signature=[spec], jit_compile=jit)
 
 
 def run(size: str, batches: int, jit: bool, copy_cache: bool = False,
-        reorder_beams: bool | None = None) -> dict:
+        reorder_beams: bool | None = None, shards: int = 1) -> dict:
     overrides, vocab = SIZES[size]
     hparams = registry.hparams("base").override(overrides)
     model = weights.build_model(hparams, vocab)
-    decode = make_decode(model, jit, copy_cache, reorder_beams)
+    decode = make_decode(model, jit, copy_cache, reorder_beams, shards)
     rng = np.random.default_rng(1234)
     times, lengths = [], set()
     for i in range(batches + 1):
@@ -78,10 +94,14 @@ def run(size: str, batches: int, jit: bool, copy_cache: bool = False,
     return {
         "bench": "decode", "system": f"t2t_lite beam_search (TF, fp32{', XLA' if jit else ''}"
                                      f"{', cache copied' if copy_cache else ''}"
-                                     f"{', beams reordered' if reorder_beams and not jit else ''})",
+                                     f"{', beams reordered' if reorder_beams and not jit else ''}"
+                                     f"{', one search' if shards == 1 and not jit else ''})",
         "size": size, "params": model.count_params(),
         "decode": {"batch": BATCH, "src_tokens": SOURCE_LENGTH, "plus_eos": True, "beam": BEAM,
-                   "length_penalty": ALPHA, "new_tokens": NEW_TOKENS, "threads": 2},
+                   "length_penalty": ALPHA, "new_tokens": NEW_TOKENS, "threads": THREADS,
+                   "shards": shards,
+                   "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads(),
+                   "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads()},
         "generated_tokens_checked": sorted(lengths),
         "batch_s": {"median": round(median, 3), "min": round(min(times), 3),
                     "max": round(max(times), 3), "n": len(times)},
@@ -100,14 +120,16 @@ def main():
     parser.add_argument("--jit", action="store_true", help="XLA-compile the decoding loop")
     parser.add_argument("--copy_cache", action="store_true",
                         help="write the self-attention cache by copying it (the old way)")
+    parser.add_argument("--shards", type=int, default=None,
+                        help="searches side by side (default: the library's, 2 without XLA)")
     parser.add_argument("--reorder_beams", action="store_true",
                         help="repeat and reorder the caches per beam (the old way)")
     args = parser.parse_args()
-    tf.config.threading.set_intra_op_parallelism_threads(2)
-    tf.config.threading.set_inter_op_parallelism_threads(1)
+    shards = args.shards or default_shards(args.jit)
+    parallel.configure_threads(shards, cores=THREADS)
     for size in (["bench", "base"] if args.size == "all" else [args.size]):
         print(json.dumps(run(size, args.batches, args.jit, args.copy_cache,
-                             args.reorder_beams or None)), flush=True)
+                             args.reorder_beams or None, shards)), flush=True)
 
 
 if __name__ == "__main__":

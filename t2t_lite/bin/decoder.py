@@ -30,6 +30,7 @@ import sys
 import time
 
 from t2t_lite.bin import common
+from t2t_lite.decoding import parallel
 from t2t_lite.decoding.options import DecodeOptions
 
 
@@ -51,6 +52,9 @@ def parse_args(argv=None):
                         default=common.field_default(DecodeOptions, "batch_size"),
                         help="sentences per batch (default: %(default)s)")
     parser.add_argument("--jit", action="store_true", help="compile decoding with XLA")
+    parser.add_argument("--shards", type=int, default=None,
+                        help="without --jit, decode each batch as this many searches side "
+                        "by side, one per core (default: the cores, at most 2; 1: one search)")
     parser.add_argument("--unconstrained", action="store_true",
                         help="search without the problem's output constraint (wsj_parsing: "
                         "the beam may then build ill-formed trees)")
@@ -191,6 +195,17 @@ def _mode(args, options) -> str:
     return "greedy" if options.beam_size == 1 else f"beam {options.beam_size}"
 
 
+def _shards(args) -> int:
+    """--shards, or the default; one clear line for a count below 1."""
+    from t2t_lite.errors import UserError
+
+    if args.shards is None:
+        return parallel.default_shards()
+    if args.shards < 1:
+        raise UserError(f"--shards must be at least 1 (got {args.shards})")
+    return args.shards
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     sampling = dict(sampling_temperature=args.sampling_temperature, top_k=args.top_k,
@@ -202,6 +217,9 @@ def main(argv=None) -> int:
 
         _mode(args, DecodeOptions(**sampling))  # Bad flags and files fail before loading.
         pairs = read_pairs(args.score_file) if args.score_file else None
+        shards = _shards(args)
+        if not args.score_file:  # Thread pools for the searches, before TensorFlow runs.
+            parallel.configure_threads(1 if args.jit else shards)
         loaded = load_run(args.output_dir, args.checkpoint, args.data_dir)
         problem, model, hparams = loaded.problem, loaded.model, loaded.hparams
         options = DecodeOptions.from_hparams(
@@ -209,7 +227,7 @@ def main(argv=None) -> int:
             extra_length=args.extra_length, batch_size=args.batch_size,
             return_beams=args.return_beams or None, jit_compile=args.jit or None,
             constraint=None if args.unconstrained else problem.decode_constraint(),
-            **sampling)
+            shards=shards, **sampling)
         mode = _mode(args, options)
         constrained = "" if options.constraint is None or args.score_file \
             else ", constrained search"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from t2t_lite.decoding import parallel
 from t2t_lite.errors import UserError
 from t2t_lite.hparams.hparams import HParams
 
@@ -30,6 +31,9 @@ class DecodeOptions:
     batch_size: int = 64  # Sentences per decoding batch.
     return_beams: bool = False
     jit_compile: bool = False  # XLA for the decoding loop (faster after compiling).
+    # Without XLA, a batch is decoded as this many searches side by side
+    # (`t2t_lite.decoding.parallel`): the process' cores, at most 2.
+    shards: int = dataclasses.field(default_factory=parallel.default_shards)
     # A search constraint (`Problem.decode_constraint()`, e.g. parsing's
     # `t2t_lite.parsing.tree_constraint.TreeConstraint`), or None: the plain search.
     constraint: Any = None

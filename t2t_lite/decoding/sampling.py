@@ -32,7 +32,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
-from t2t_lite.decoding import decode_policy
+from t2t_lite.decoding import decode_policy, parallel
 from t2t_lite.decoding.beam_search import (
     NEG_INF,
     _append_token,
@@ -250,7 +250,12 @@ def sample_padded(model, inputs, input_keys, options):
     """`search.decode_padded` for sampling: inputs int32 [B, S], keys int32 [B] ->
     (ids [B, N, L], scores [B, N]) with L = decode_policy.max_decode_length(S, extra_length)."""
     max_length = decode_policy.max_decode_length(inputs.shape[1], options.extra_length)
-    return sample(model, inputs, max_length, temperature=options.sampling_temperature,
-                  top_k=options.top_k, top_p=options.top_p, seed=options.seed,
-                  num_samples=options.num_samples, input_keys=input_keys,
-                  constraint=options.constraint, in_place=not options.jit_compile)
+
+    def run(inputs, input_keys):
+        return sample(model, inputs, max_length, temperature=options.sampling_temperature,
+                      top_k=options.top_k, top_p=options.top_p, seed=options.seed,
+                      num_samples=options.num_samples, input_keys=input_keys,
+                      constraint=options.constraint, in_place=not options.jit_compile)
+
+    shards = 1 if options.jit_compile else options.shards  # One XLA program runs one loop.
+    return parallel.sharded(run, (inputs, input_keys), shards)

@@ -14,7 +14,7 @@ import contextlib
 import keras
 from keras import ops
 
-from t2t_lite.decoding import beam_search, decode_policy
+from t2t_lite.decoding import beam_search, decode_policy, parallel
 from t2t_lite.ids import EOS_ID
 
 
@@ -188,10 +188,16 @@ def decode_padded(model, inputs, options):
 
     The search of `t2t_lite.decoding.decoder.Decoder` and of the exported SavedModel alike:
     L = decode_policy.max_decode_length(S, extra_length). Without XLA the
-    self_cache is written in place and the beams are grouped (`search`'s
-    `in_place` and `grouped`).
+    self_cache is written in place, the beams are grouped (`search`'s
+    `in_place` and `grouped`) and the batch is decoded as `options.shards`
+    searches side by side (`t2t_lite.decoding.parallel`).
     """
     max_length = decode_policy.max_decode_length(inputs.shape[1], options.extra_length)
-    return search(model, inputs, options.beam_size, options.alpha, max_length,
-                  constraint=options.constraint, in_place=not options.jit_compile,
-                  grouped=not options.jit_compile)
+    without_xla = not options.jit_compile
+
+    def run(inputs):
+        return search(model, inputs, options.beam_size, options.alpha, max_length,
+                      constraint=options.constraint, in_place=without_xla, grouped=without_xla)
+
+    # One XLA program runs one loop at a time: its searches would not overlap.
+    return parallel.sharded(run, (inputs,), options.shards if without_xla else 1)
