@@ -19,7 +19,8 @@ RUN=$(mktemp)  # This run's rows, stamped, then appended to $OUT.
 "$TORCH_PY" ../shared/bench/decode_peers.py --size all --no-int8 >> "$RUN"
 .venv/bin/python benchmarks/decode_speed.py --size all --jit >> "$RUN"
 .venv/bin/python benchmarks/decode_speed.py --size all >> "$RUN"
-.venv/bin/python benchmarks/decode_speed.py --size all --reorder_beams >> "$RUN"  # Before grouped beams.
+.venv/bin/python benchmarks/decode_speed.py --size all --shards 1 >> "$RUN"  # One search.
+.venv/bin/python benchmarks/decode_speed.py --size all --shards 1 --reorder_beams >> "$RUN"  # Before 2026-12-07.
 .venv/bin/python benchmarks/isa.py stamp "$RUN" --isa="$ISA"
 cat "$RUN" >> "$OUT"
 .venv/bin/python - "$RUN" <<'PY'

@@ -6,7 +6,8 @@
 Runs the decoder CLI as a user does (`python -m t2t_lite.bin.decoder
 --output_dir=RUN --decode_from_file=FILE --decode_to_file=...`, beam and alpha
 from the run's hparams), without flags and with `--jit`, in turn, `--rounds`
-times, each in a fresh process on `--threads` threads (TF_NUM_INTRAOP_THREADS).
+times, each in a fresh process on `--threads` cores (taskset below the machine's; the
+decoder splits its threads itself, `t2t_lite.decoding.parallel`).
 FILE may be gzipped; its first `--lines` lines are decoded. One JSON row per
 process: `wall_seconds` is the whole process (start, model load, tracing or XLA
 compiles, decoding, writing), `sentences_per_s` lines over it, `output_pieces`
@@ -53,8 +54,13 @@ def run_decoder(args, source: str, jit: bool) -> tuple[float, list[str]]:
         target = os.path.join(tmp, "out.txt")
         command = [sys.executable, "-m", "t2t_lite.bin.decoder", f"--output_dir={args.output_dir}",
                    f"--decode_from_file={source}", f"--decode_to_file={target}"]
-        env = dict(os.environ, TF_NUM_INTRAOP_THREADS=str(args.threads),
-                   TF_NUM_INTEROP_THREADS="1", TF_CPP_MIN_LOG_LEVEL="3")
+        # The decoder sets its own thread pools for the cores it may use
+        # (`t2t_lite.decoding.parallel`): fewer than the machine's by taskset.
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")}
+        env["TF_CPP_MIN_LOG_LEVEL"] = "3"
+        if args.threads < len(os.sched_getaffinity(0)):
+            command = ["taskset", "-c", f"0-{args.threads - 1}"] + command
         start = time.perf_counter()
         subprocess.run(command + (["--jit"] if jit else []), env=env, check=True,
                        capture_output=True, cwd=os.path.join(HERE, ".."))

@@ -43,9 +43,12 @@ def threads(shards: int, cores: int | None = None) -> tuple[int, int]:
 def configure_threads(shards: int, cores: int | None = None) -> tuple[int, int]:
     """Sets TensorFlow's thread pools for `shards` searches (before TensorFlow runs an op).
 
-    Returns the (inter-op, intra-op) counts set; a runtime already started
-    keeps its own and (0, 0) is returned.
+    Returns the (inter-op, intra-op) counts set, or (0, 0) when the pools stay
+    as they are: TF_NUM_INTEROP_THREADS or TF_NUM_INTRAOP_THREADS is set (the
+    user's choice), or the runtime has started.
     """
+    if any(name in os.environ for name in ("TF_NUM_INTEROP_THREADS", "TF_NUM_INTRAOP_THREADS")):
+        return 0, 0
     import tensorflow as tf
 
     inter, intra = threads(shards, cores)
