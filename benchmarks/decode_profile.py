@@ -23,7 +23,7 @@ cache (`ops.where`) and a scatter of the B x H new rows (`ops.scatter_update`).
 One JSON line per variant: median seconds per batch.
 
 `--compare_beams` times, the same way, the beam search over grouped beams (the
-library's since 2026-12-07: `t2t_lite.layers.beam_decoder`) against the
+library's without XLA since 2026-12-06: `t2t_lite.layers.beam_decoder`) against the
 search that repeats the encoder's keys per beam and reorders the caches
 (`search(..., grouped=False)`), both with the library's cache writes.
 

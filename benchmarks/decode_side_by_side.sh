@@ -20,7 +20,7 @@ RUN=$(mktemp)  # This run's rows, stamped, then appended to $OUT.
 .venv/bin/python benchmarks/decode_speed.py --size all --jit >> "$RUN"
 .venv/bin/python benchmarks/decode_speed.py --size all >> "$RUN"
 .venv/bin/python benchmarks/decode_speed.py --size all --shards 1 >> "$RUN"  # One search.
-.venv/bin/python benchmarks/decode_speed.py --size all --shards 1 --reorder_beams >> "$RUN"  # Before 2026-12-07.
+.venv/bin/python benchmarks/decode_speed.py --size all --shards 1 --reorder_beams >> "$RUN"  # The library before grouped beams and shards.
 .venv/bin/python benchmarks/isa.py stamp "$RUN" --isa="$ISA"
 cat "$RUN" >> "$OUT"
 .venv/bin/python - "$RUN" <<'PY'

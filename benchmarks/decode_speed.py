@@ -55,8 +55,9 @@ def make_decode(model, jit: bool, copy_cache: bool = False, reorder_beams: bool 
     As `t2t_lite-decoder`: without XLA the self-attention cache is written in
     place, unless `copy_cache` (the library's way before 2026-12-06), and the
     beams are grouped; with XLA (or `reorder_beams`) the caches are repeated and
-    reordered per beam (the library's way before 2026-12-07, and with XLA). The
-    batch is split into `shards` searches side by side (`parallel.sharded`).
+    reordered per beam (the library's way with XLA, and without it before
+    grouped beams). The batch is split into `shards` searches side by side
+    (`parallel.sharded`).
     """
     if reorder_beams is None:
         reorder_beams = jit

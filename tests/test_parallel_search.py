@@ -5,9 +5,9 @@ without XLA the decoder splits each batch into `shards` independent searches
 in one graph, which TensorFlow's inter-op threads run at once
 (`t2t_lite.decoding.parallel`). These tests state that the split decodes
 what one search decodes (beam, greedy, sampling; batches smaller than the
-shard count and not divisible by it), that the graph holds one search loop per
-shard (and one under XLA), how the threads are split, and that the decoder CLI
-refuses a shard count below 1 in one line.
+shard count and not divisible by it), that the graph traces the search once
+and calls it once per shard (one search under XLA), how the threads are split,
+and that the decoder CLI refuses a shard count below 1 in one line.
 """
 
 import numpy as np
@@ -74,22 +74,29 @@ def test_shards_sample_what_one_sampler_samples(model):
                                atol=1e-5)
 
 
-def _loops(concrete):
+def _graph(concrete):
+    """(top-level call ops as (op, function name), While loops in the whole graph)."""
     graph = concrete.graph.as_graph_def()
+    calls = [(n.op, n.attr["f"].func.name) for n in graph.node if "PartitionedCall" in n.op]
     nodes = list(graph.node) + [n for f in graph.library.function for n in f.node_def]
-    return sum(node.op in ("While", "StatelessWhile") for node in nodes)
+    return calls, sum(node.op in ("While", "StatelessWhile") for node in nodes)
 
 
 @pytest.mark.parametrize("jit", [False, True])
-def test_the_graph_holds_one_search_per_shard_and_one_under_xla(model, jit):
+def test_the_graph_calls_one_traced_search_per_shard_and_one_under_xla(model, jit):
     spec = tf.TensorSpec([None, 8], tf.int32)
-    counts = {}
+    graphs = {}
     for shards in (1, 2):
         options = DecodeOptions(beam_size=3, extra_length=10, shards=shards, jit_compile=jit)
-        counts[shards] = _loops(tf.function(
+        graphs[shards] = _graph(tf.function(
             lambda x: decode_padded(model, x, options)).get_concrete_function(spec))
-    assert counts[1] > 0
-    assert counts[2] == (counts[1] if jit else 2 * counts[1])
+    (calls_one, loops_one), (calls_two, loops_two) = graphs[1], graphs[2]
+    assert not calls_one and loops_one > 0
+    assert loops_two == loops_one  # The search is traced (and optimized) once ...
+    if jit:
+        assert not calls_two
+    else:  # ... and called once per shard, as separate ops the executor runs side by side.
+        assert len(calls_two) == 2 and calls_two[0] == calls_two[1]
 
 
 def test_sharded_slices_the_batch_evenly_and_keeps_its_order():
@@ -100,7 +107,8 @@ def test_sharded_slices_the_batch_evenly_and_keeps_its_order():
         return (x * 10,)
 
     result = tf.function(lambda x: parallel.sharded(fn, (x,), 3))(tf.range(7))
-    assert [x.shape[0] for x in seen] == [3, 3, 3]  # 7 rows padded to 9 by 2 copies.
+    # 7 rows padded to 9 by 2 copies: three slices of 3 rows, one trace for all three.
+    assert [x.shape[0] for x in seen] == [3]
     np.testing.assert_array_equal(result[0].numpy(), np.arange(7) * 10)
     assert parallel.sharded(fn, (tf.range(4),), 2)[0].shape == (4,)  # Eager: one call.
 

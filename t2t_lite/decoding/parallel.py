@@ -77,7 +77,9 @@ def sharded(fn, tensors, shards: int):
     tensors with that leading dimension, each row depending only on its own
     input rows. Every slice gets ceil(B / shards) rows: the batch is padded
     with copies of its last row (at most shards - 1, their outputs dropped), so
-    no search runs on an empty batch. Runs `fn` once, unsplit, outside a traced
+    no search runs on an empty batch. `fn` is traced once, as a function the
+    graph calls once per slice and does not inline (tracing and optimizing a
+    search costs seconds). Runs `fn` once, unsplit, outside a traced
     TensorFlow graph or for one shard.
     """
     if shards <= 1 or not _traced_tensorflow():
@@ -91,5 +93,6 @@ def sharded(fn, tensors, shards: int):
         return tf.concat([x, tf.repeat(x[-1:], extra, axis=0)], axis=0)
 
     pieces = [tf.split(pad(x), shards, axis=0) for x in tensors]
-    outputs = [fn(*shard) for shard in zip(*pieces)]
+    one = tf.function(fn, reduce_retracing=True, experimental_attributes={"_noinline": True})
+    outputs = [one(*shard) for shard in zip(*pieces)]
     return tuple(tf.concat(list(parts), axis=0)[:batch] for parts in zip(*outputs))
