@@ -49,12 +49,13 @@ def _decode(model, options, sampling=False):
     return tf.function(lambda x: decode_padded(model, x, options), input_signature=spec)
 
 
-@pytest.mark.parametrize("batch", [5, 1])
-@pytest.mark.parametrize("beam_size", [3, 1])
-def test_shards_decode_what_one_search_decodes(model, batch, beam_size):
+# A batch of 5 in 2 and 3 shards (padded to 6), one sentence in 2 shards (fewer
+# rows than shards), each against one search: beams, then greedy.
+@pytest.mark.parametrize("beam_size,batch,shard_counts", [(3, 5, (2, 3)), (1, 1, (2,))])
+def test_shards_decode_what_one_search_decodes(model, beam_size, batch, shard_counts):
     inputs = _inputs(batch)
     one = _decode(model, DecodeOptions(beam_size=beam_size, extra_length=10, shards=1))(inputs)
-    for shards in (2, 3):
+    for shards in shard_counts:
         options = DecodeOptions(beam_size=beam_size, extra_length=10, shards=shards)
         ids, scores = _decode(model, options)(inputs)
         assert ids.shape == one[0].shape
