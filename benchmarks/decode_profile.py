@@ -140,6 +140,19 @@ def profile_row(args, wall: float, seconds: dict, counts: dict, logdir: str,
             "top": top, "logdir": logdir, "core": args.core, **machine}
 
 
+def interleaved(decodes, args, make_batch):
+    """{name: seconds per batch}: `args.rounds` rounds of `args.batches` batches of each decode."""
+    times = collections.defaultdict(list)
+    for _ in range(args.rounds):
+        for name, decode in decodes.items():
+            for _ in range(args.batches):
+                inputs = make_batch()
+                start = time.perf_counter()
+                decode(inputs)[0].numpy()
+                times[name].append(time.perf_counter() - start)
+    return times
+
+
 def compare_cache_writes(args, make_batch, machine):
     """Median seconds per batch of each cache write, interleaved over rounds."""
     overrides, vocab = decode_speed.SIZES[args.size]
@@ -151,14 +164,7 @@ def compare_cache_writes(args, make_batch, machine):
             model, args.jit, copy_cache=not in_place, reorder_beams=True)
         decodes[name](make_batch())[0].numpy()
     attention.write_position = library
-    times = collections.defaultdict(list)
-    for _ in range(args.rounds):
-        for name, decode in decodes.items():
-            for _ in range(args.batches):
-                inputs = make_batch()
-                start = time.perf_counter()
-                decode(inputs)[0].numpy()
-                times[name].append(time.perf_counter() - start)
+    times = interleaved(decodes, args, make_batch)
     for name, seconds in times.items():
         append_row(cache_write_row(args, name, seconds, machine), args.out)
 
@@ -170,15 +176,8 @@ def compare_beams(args, make_batch, machine):
     decodes = {name: decode_speed.make_decode(model, args.jit, reorder_beams=reorder)
                for name, reorder in (("grouped", False), ("reordered", True))}
     for decode in decodes.values():
-        decode(make_batch())[0].numpy()
-    times = collections.defaultdict(list)
-    for _ in range(args.rounds):
-        for name, decode in decodes.items():
-            for _ in range(args.batches):
-                inputs = make_batch()
-                start = time.perf_counter()
-                decode(inputs)[0].numpy()
-                times[name].append(time.perf_counter() - start)
+        decode(make_batch())[0].numpy()  # Traced before timing.
+    times = interleaved(decodes, args, make_batch)
     for name, seconds in times.items():
         median = statistics.median(seconds)
         append_row({"bench": "decode_beams", "size": args.size, "jit": args.jit,

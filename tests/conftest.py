@@ -112,6 +112,26 @@ def tiny_hparams():
     )
 
 
+SEARCH_VOCAB = 40  # The decoding tests' vocabulary: ids 2..39 are words, 1 is EOS.
+
+
+def search_model():
+    """A 2-layer, d_model 32 Transformer over SEARCH_VOCAB ids without dropout (search tests).
+
+    Its weights are random but the same in every run (Keras' global seed is set to 0).
+    """
+    import keras
+
+    from t2t_lite import registry
+    from t2t_lite.runs import weights
+
+    keras.utils.set_random_seed(0)
+
+    hparams = registry.hparams("tiny").override(
+        "num_layers=2,d_model=32,d_ff=64,num_heads=2,dropout_rate=0.0")
+    return weights.build_model(hparams, SEARCH_VOCAB)
+
+
 @pytest.fixture
 def one_device():
     return tf.distribute.MirroredStrategy(["/cpu:0"])

@@ -16,22 +16,19 @@ import pytest
 import tensorflow as tf
 from keras import ops
 
-from t2t_lite import registry
+from conftest import SEARCH_VOCAB, search_model
 from t2t_lite.decoding import beam_search
 from t2t_lite.decoding.options import DecodeOptions
 from t2t_lite.decoding.search import decode_padded, search
 from t2t_lite.model import Transformer
 from t2t_lite.parsing.aligned_model import AlignedTransformer
-from t2t_lite.runs import weights
 
-VOCAB, BEAM = 40, 3
+VOCAB, BEAM = SEARCH_VOCAB, 3
 
 
 @pytest.fixture(scope="module")
 def model():
-    hparams = registry.hparams("tiny").override(
-        "num_layers=2,d_model=32,d_ff=64,num_heads=2,dropout_rate=0.0")
-    return weights.build_model(hparams, VOCAB)
+    return search_model()
 
 
 def _inputs(seed, batch=3, length=8):

@@ -14,22 +14,19 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_lite import registry
+from conftest import SEARCH_VOCAB, search_model
 from t2t_lite.bin import decoder as decoder_cli
 from t2t_lite.decoding import parallel
 from t2t_lite.decoding.options import DecodeOptions
 from t2t_lite.decoding.sampling import sample_padded
 from t2t_lite.decoding.search import decode_padded
-from t2t_lite.runs import weights
 
-VOCAB = 40
+VOCAB = SEARCH_VOCAB
 
 
 @pytest.fixture(scope="module")
 def model():
-    hparams = registry.hparams("tiny").override(
-        "num_layers=2,d_model=32,d_ff=64,num_heads=2,dropout_rate=0.0")
-    return weights.build_model(hparams, VOCAB)
+    return search_model()
 
 
 def _inputs(batch, seed=0, length=8):
