@@ -25,17 +25,14 @@ checkpoints, averaging, decoding and export work with it unchanged
   `length` positions (decoding grows it 16, 32, ..., L).
 
 Optional, for faster decoding without XLA: `writes_cache_in_place()`, a
-context manager within which traced `decode_step`s update the self_cache's
-buffers in place instead of copying them, and `own_self_cache(self_cache)`,
-which copies a self_cache into buffers nobody else holds. A search that uses
-them owns the cache at the start of each loop and never reads a self_cache it
-passed to `decode_step` again (`t2t_lite.decoding.search`).
-
-Optional, for beam search without reordering caches (`t2t_lite.layers.beam_decoder`):
-`decodes_grouped_beams()` -> True, `beam_self_cache(self_cache, K)`,
-`grow_beam_cache(self_cache, length)` and `decode_beams_step(ids, index,
-self_cache, cross_cache, ancestry)`: the K beams of a sentence share one
-cross_cache row and one self_cache of K slots that the search never reorders.
+context manager within which traced `decode_step`s update the self_cache in
+place, and `own_self_cache(self_cache)`, a copy into buffers nobody else holds
+(a search owns its cache at each loop's start and never reads a self_cache it
+passed to `decode_step` again); and, for beams sharing one cross_cache row and
+a self_cache of K slots never reordered (`t2t_lite.layers.beam_decoder`):
+`decodes_grouped_beams()`, `beam_self_cache(self_cache, K)`,
+`grow_beam_cache(self_cache, length)`, `decode_beams_step(ids, index,
+self_cache, cross_cache, ancestry)`.
 
 Optional, before training: `adapt(problem)`: takes what the model needs from
 the problem before training, saved with its weights (the trainer calls it right
@@ -52,10 +49,11 @@ Optional, for pictures (`t2t_lite-visualize`): `attention_weights(features)` ->
 forward pass; `Transformer.call(features, return_attention_scores=True)` gives
 them with the logits.
 
-Decoding (`t2t_lite.decoding.search.search`) only uses this interface: it repeats the
-cross_cache leaves for the K beams, and beam search reorders the self_cache
-leaves along their first dimension (or, for grouped beams, only the ancestry). Checkpoints name weights by their Keras
-paths, so a model's weights keep their names as long as its layers do.
+Decoding (`t2t_lite.decoding.search.search`) only uses this interface: it repeats
+the cross_cache leaves for the K beams, and beam search reorders the self_cache
+leaves along their first dimension (grouped beams: only their ancestry).
+Checkpoints name weights by their Keras paths, so a model's weights keep their
+names as long as its layers do.
 
 `Transformer` implements it with shared embeddings (section 3.4) and a
 heads-first self-attention cache [B, H, L, d] per decoder layer; the
@@ -351,12 +349,6 @@ class Transformer(GroupedBeamsMixin, BuiltFromHParams, keras.Model):
     writes_cache_in_place = staticmethod(cache_writes_in_place)  # See the interface.
     own_self_cache = staticmethod(own_buffers)
 
-    def decodes_grouped_beams(self):
-        """True unless a subclass changes the cached decoder (see the interface)."""
-        cls = type(self)
-        return all(getattr(cls, name) is getattr(Transformer, name) for name in
-                   ("init_cache", "_init_cache_from", "decode_step", "_decode_layers_step"))
-
     @staticmethod
     def grow_self_cache(self_cache, length):
         """Pads the self-attention caches [B, H, l, d] with zeros to `length` slots."""
@@ -381,8 +373,7 @@ class Transformer(GroupedBeamsMixin, BuiltFromHParams, keras.Model):
         return self._decode_layers_step(x, index, self_cache, cross_cache)
 
     def _decode_layers_step(self, x, index, self_cache, cross_cache):
-        """The decoder stack on one position's input x [B, 1, D]: (logits [B, V],
-        the per-layer self_cache updated at `index`)."""
+        """The decoder stack on x [B, 1, D] -> (logits [B, V], self_cache written at `index`)."""
         max_len = ops.shape(self_cache[0]["key"])[2]
         valid = ops.reshape(ops.arange(max_len) <= index, (1, 1, -1))  # [1, 1, L]
         new_self_cache = []

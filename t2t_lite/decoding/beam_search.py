@@ -262,11 +262,9 @@ def beam_search(next_fn, initial_cache, batch_size, beam_size, max_decode_length
             model's log-probabilities (no renormalization) and a search whose
             candidates the mask never removes is exactly the unconstrained one.
             Every alive beam must have an allowed token at every step.
-        tile_cache, reorder_cache: `(cache, K)` -> the initial beams' cache and
-            `(cache, parents int32 [B, K], K)` -> the cache of the reselected
-            beams; by default every leaf is repeated to B*K rows and gathered
-            (a `next_fn` over grouped beams keeps its own layout:
-            `t2t_lite.decoding.search`).
+        tile_cache, reorder_cache: `(cache, K)` -> the beams' first cache, `(cache,
+            parents int32 [B, K], K)` -> the reselected beams' cache; default: leaves
+            repeated to B*K rows and gathered (grouped beams keep their own layout).
 
     Returns:
         (sequences int32 [B, K, L], scores float32 [B, K]), best first. A
@@ -373,17 +371,8 @@ def greedy_search(next_fn, initial_cache, batch_size, max_decode_length, eos_id,
                   own_cache=None):
     """Greedy (argmax) decoding; `beam_search` with the same `next_fn` contract, K = 1.
 
-    Args:
-        next_fn: `(ids, index, cache) -> (logits, new_cache)` with ids int32 [B]
-            and logits float [B, V].
-        initial_cache: nested structure of tensors with leading dim B.
-        batch_size: B.
-        max_decode_length: L, maximum tokens generated, EOS included.
-        eos_id: end-of-sequence token id.
-        start_id: token fed at index 0.
-        min_decode_length: EOS is forbidden while fewer than this many tokens
-            (EOS included) would result.
-        cache_lengths, grow_cache, allowed_fn, own_cache: as in `beam_search`.
+    Args: as `beam_search`'s (`next_fn` gets ids int32 [B] and returns logits
+        float [B, V]; leaves of `initial_cache` have leading dimension B).
 
     Returns:
         (sequences int32 [B, L], scores float32 [B]): tokens with EOS then 0s;

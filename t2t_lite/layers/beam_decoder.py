@@ -32,6 +32,15 @@ class GroupedBeamsMixin:
     Transformer-like model with `decoder_layers`, `target_embedding`,
     `target_dropout`, `_embed` and `_logits` (`t2t_lite.model.Transformer`)."""
 
+    # The cached decoder the grouped step mirrors: a subclass that changes one keeps the plain step.
+    MIRRORED = ("init_cache", "_init_cache_from", "decode_step", "_decode_layers_step")
+
+    def decodes_grouped_beams(self):
+        """True unless a subclass changes the cached decoder (`t2t_lite.model`'s interface)."""
+        cls = type(self)
+        base = next(c for c in cls.__mro__ if GroupedBeamsMixin in c.__bases__)
+        return all(getattr(cls, name) is getattr(base, name) for name in self.MIRRORED)
+
     @staticmethod
     def beam_self_cache(self_cache, beam_size):
         """The `init_cache` self_cache [B, H, L, d] per layer as K slots [B, H, K, L, d]."""
