@@ -18,7 +18,9 @@ file is there (the number every peer is divided by), else `t2t_lite.training.flo
 is the best TensorFlow float32 matmul measured in this run (`t2t_lite.training.flops.
 matmul_peak` over 1024-3072). `--jit auto` (the default) is what the trainer does
 without flags; `--adam keras` swaps the trainer's FusedAdam for Keras' own Adam
-(the update before issue 28's change), for before/after rows.
+(the update before issue 28's change), and `--loss plain` the fused softmax
+cross-entropy kernel for the backend-neutral ops (the loss before it), for
+before/after rows (`benchmarks/train_changes.sh`).
 `benchmarks/train_side_by_side.sh` runs it beside the peers.
 """
 
@@ -45,6 +47,7 @@ tf.config.threading.set_intra_op_parallelism_threads(THREADS)
 from t2t_lite.training.options import TrainOptions
 from t2t_lite import registry  # noqa: E402
 from t2t_lite.training import flops
+from t2t_lite.training import losses
 from t2t_lite.training import trainer
 from t2t_lite.training.train_step import StepRunner  # noqa: E402
 
@@ -108,7 +111,9 @@ def build(size: str, jit: bool, adam: str = "fused"):
     return model, runner, batches
 
 
-def run(size: str, jit: bool, budget_s: float, adam: str = "fused") -> dict:
+def run(size: str, jit: bool, budget_s: float, adam: str = "fused", loss: str = "fused") -> dict:
+    if loss == "plain":  # Traced at the first step: the loss before issue 28's change.
+        losses._fused_token_losses = losses._token_losses
     batch, source_length, target_length = SIZES[size][2:]
     model, runner, batches = build(size, jit, adam)
     warmup, timed = STEPS[size]
@@ -130,7 +135,7 @@ def run(size: str, jit: bool, budget_s: float, adam: str = "fused") -> dict:
     median = statistics.median(times)
     return {
         "bench": "train", "system": "t2t_lite StepRunner" + (" (XLA)" if jit else ""),
-        "size": size, "jit": jit, "adam": adam, "threads": THREADS,
+        "size": size, "jit": jit, "adam": adam, "loss": loss, "threads": THREADS,
         "tensorflow": tf.__version__,
         "params": model.count_params(), "flops_per_step": step_flops,
         "flop_count": "shared/bench/_common.py" if peer else "t2t_lite.training.flops",
@@ -155,10 +160,13 @@ def main():
                         help="stop timing after this (at least 5 steps)")
     parser.add_argument("--adam", choices=["fused", "keras"], default="fused",
                         help="fused: the trainer's FusedAdam; keras: keras.optimizers.Adam")
+    parser.add_argument("--loss", choices=["fused", "plain"], default="fused",
+                        help="fused: TensorFlow's softmax cross-entropy kernel (the trainer's); "
+                             "plain: the backend-neutral ops")
     args = parser.parse_args()
     jit = TrainOptions().jit_compile if args.jit == "auto" else args.jit == "on"
     for size in ["bench", "base"] if args.size == "all" else [args.size]:
-        print(json.dumps(run(size, jit, args.budget_s, args.adam)), flush=True)
+        print(json.dumps(run(size, jit, args.budget_s, args.adam, args.loss)), flush=True)
 
 
 if __name__ == "__main__":

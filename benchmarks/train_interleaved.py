@@ -1,0 +1,100 @@
+"""Before and after one change to the training step, interleaved step by step in one process.
+
+    python benchmarks/train_interleaved.py --change loss --size bench [--steps 24]
+    eval "$(python benchmarks/isa.py env --isa=avx2)"; python benchmarks/train_interleaved.py ...
+
+Builds `train_speed.py`'s workload (the trainer's StepRunner, no XLA, the peers'
+random batches) twice, once with the change undone ("before") and once as the
+library trains ("after"), traces and warms up both, then alternates their steps
+(the order swapped each round), so the slow spells of a shared machine hit both
+alike; separate processes (`train_changes.sh`) saw 1.3x between runs of one
+setting. Appends one row per setting (median, best and worst step, the ratio of
+medians) to `--out` (default benchmarks/results/train_interleaved.jsonl), each
+with the machine, the ISA oneDNN reported and the matmul peak.
+
+Changes (issue 28):
+  loss   the backend-neutral label-smoothed loss -> TensorFlow's fused softmax
+         cross-entropy kernel (`losses._fused_token_losses`)
+Rows of changes tried and dropped stay in the file (README, "Training without
+XLA"): `projections` (Q, K, V as one matmul over the kernels side by side,
+removed after it measured 0.87x and 0.98x).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, HERE)
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import isa  # noqa: E402
+import train_speed  # noqa: E402
+from machine import RESULTS, append_row, machine_fields  # noqa: E402
+from t2t_lite.training import losses  # noqa: E402
+
+
+# change -> (module, attribute, what it was before the change).
+UNDO = {"loss": (losses, "_fused_token_losses", losses._token_losses)}
+
+
+@contextlib.contextmanager
+def undone(change):
+    """Within it, the library computes as before `change` (patched while tracing)."""
+    owner, name, before = UNDO[change]
+    after = getattr(owner, name)
+    setattr(owner, name, before)
+    try:
+        yield
+    finally:
+        setattr(owner, name, after)
+
+
+def build_and_warm(size, change):
+    """{"before": (runner, batches), "after": ...}, each traced and warmed up."""
+    built = {}
+    for setting in ("before", "after"):
+        with undone(change) if setting == "before" else contextlib.nullcontext():
+            _, runner, batches = train_speed.build(size, jit=False)
+            for i in range(train_speed.STEPS[size][0]):
+                runner.step([batches[i % 8]])
+        built[setting] = (runner, batches)
+    return built
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--change", choices=sorted(UNDO), required=True)
+    parser.add_argument("--size", choices=sorted(train_speed.SIZES), default="bench")
+    parser.add_argument("--steps", type=int, default=24, help="timed steps of each setting")
+    parser.add_argument("--out", default=os.path.join(RESULTS, "train_interleaved.jsonl"))
+    args = parser.parse_args()
+    built = build_and_warm(args.size, args.change)
+    times = {"before": [], "after": []}
+    tokens = {}
+    for i in range(args.steps):
+        for setting in (("before", "after") if i % 2 == 0 else ("after", "before")):
+            runner, batches = built[setting]
+            start = time.perf_counter()
+            _, _, tokens[setting] = runner.step([batches[i % 8]])
+            times[setting].append(time.perf_counter() - start)
+    fields = {**machine_fields(), "onednn_isa": isa.probe()}
+    medians = {s: statistics.median(t) for s, t in times.items()}
+    for setting, seconds in times.items():
+        append_row({"bench": "train_interleaved", "change": args.change, "setting": setting,
+                    "size": args.size, "threads": train_speed.THREADS, "steps": len(seconds),
+                    "tgt_tokens_per_s": {"median": round(tokens[setting] / medians[setting], 1),
+                                         "best": round(tokens[setting] / min(seconds), 1),
+                                         "worst": round(tokens[setting] / max(seconds), 1)},
+                    "after_over_before": round(medians["before"] / medians["after"], 4),
+                    **fields}, args.out)
+
+
+if __name__ == "__main__":
+    main()
