@@ -85,15 +85,21 @@ def main():
             _, _, tokens[setting] = runner.step([batches[i % 8]])
             times[setting].append(time.perf_counter() - start)
     fields = {**machine_fields(), "onednn_isa": isa.probe()}
-    medians = {s: statistics.median(t) for s, t in times.items()}
-    for setting, seconds in times.items():
-        append_row({"bench": "train_interleaved", "change": args.change, "setting": setting,
-                    "size": args.size, "threads": train_speed.THREADS, "steps": len(seconds),
-                    "tgt_tokens_per_s": {"median": round(tokens[setting] / medians[setting], 1),
-                                         "best": round(tokens[setting] / min(seconds), 1),
-                                         "worst": round(tokens[setting] / max(seconds), 1)},
-                    "after_over_before": round(medians["before"] / medians["after"], 4),
-                    **fields}, args.out)
+    for setting in times:
+        append_row(interleaved_row(args, setting, times, tokens[setting], fields), args.out)
+
+
+def interleaved_row(args, setting, times, tokens, fields):
+    """One setting's row: its step rates, the ratio of medians (after / before) and `fields`."""
+    seconds = times[setting]
+    median = statistics.median(seconds)
+    ratio = statistics.median(times["before"]) / statistics.median(times["after"])
+    return {"bench": "train_interleaved", "change": args.change, "setting": setting,
+            "size": args.size, "threads": train_speed.THREADS, "steps": len(seconds),
+            "tgt_tokens_per_s": {"median": round(tokens / median, 1),
+                                 "best": round(tokens / min(seconds), 1),
+                                 "worst": round(tokens / max(seconds), 1)},
+            "after_over_before": round(ratio, 4), **fields}
 
 
 if __name__ == "__main__":

@@ -310,3 +310,19 @@ def test_evalb_rows_by_length_band_partition_the_sentences(tmp_path, capsys, mon
     (whole,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert whole["gold_brackets"] == sum(r["gold_brackets"] for r in rows)
     assert 0 < whole["f1"] < 100 and "length" not in whole
+
+
+def test_train_interleaved_rows_and_undone_change():
+    import train_interleaved
+    from t2t_lite.training import losses
+
+    args = types.SimpleNamespace(change="loss", size="bench")
+    times = {"before": [0.5, 0.6, 0.7], "after": [0.4, 0.5, 0.6]}
+    row = train_interleaved.interleaved_row(args, "after", times, 1024.0, FAKE_MACHINE)
+    assert row["tgt_tokens_per_s"] == {"median": 2048.0, "best": 2560.0, "worst": 1706.7}
+    assert row["after_over_before"] == 1.2 and row["steps"] == 3
+    assert MACHINE <= set(row) and (row["change"], row["setting"]) == ("loss", "after")
+    fused = losses._fused_token_losses
+    with train_interleaved.undone("loss"):  # "before" is traced with the plain ops.
+        assert losses._fused_token_losses is losses._token_losses
+    assert losses._fused_token_losses is fused
