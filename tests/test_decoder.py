@@ -47,6 +47,7 @@ def run_dir(tmp_path_factory):
     return _train("algorithmic_reverse", tmp_path_factory.mktemp("run"), 300)
 
 
+@pytest.mark.slow  # Out of the fast tier for its time; CI runs every tier.
 def test_decode_file_keeps_order_empty_and_long_lines(run_dir, tmp_path, capsys):
     long_line = " ".join(["7"] * 80)  # Longer than tiny's max_length=64.
     lines = ["3 1 4", "", long_line, "2 2", "9 8 7 6 5 4", "0", "5 6 1 2"]
@@ -155,6 +156,7 @@ def test_problems_own_metric_reaches_the_decoder(tmp_path, capsys):
     assert out[-1].startswith("exact-sequence accuracy: ")
 
 
+@pytest.mark.slow  # Out of the fast tier for its time; CI runs every tier.
 def test_batched_equals_one_by_one_and_beam1_equals_greedy(run_dir):
     model, *_ = weights.load_model(run_dir)
     rng = np.random.default_rng(0)

@@ -129,6 +129,7 @@ def test_problem_metric_reaches_dev_evaluation_and_best_is_kept(tiny_hparams, tm
     assert (record["step"], record["metric"], record["value"]) == (30, "scripted", 1.0)
 
 
+@pytest.mark.slow  # Out of the fast tier for its time; CI runs every tier.
 def test_dev_loss_matches_the_loss_of_the_model(tiny_hparams, tmp_path):
     """The dev loss is the per-token smoothed loss of the model on those examples."""
     from t2t_lite.training.losses import smoothed_cross_entropy_sums
@@ -158,6 +159,7 @@ def test_no_dev_split_or_eval_off_trains_without_evaluation(tiny_hparams, tmp_pa
     assert not os.path.exists(tmp_path / "b" / "best")
 
 
+@pytest.mark.slow  # Out of the fast tier for its time; CI runs every tier.
 def test_exact_match_is_the_algorithmic_dev_metric(tiny_hparams, tmp_path):
     result, lines = _train("algorithmic_reverse", tiny_hparams, tmp_path, 2, eval_every=2)
     assert [s.name for s in result.dev.scores] == ["exact_match"]

@@ -121,6 +121,7 @@ def test_dataset_pads_rows_to_a_multiple_of_the_replicas(tiny_hparams):
         assert not px["inputs"][rows:].any() and not px["targets"][rows:].any()  # + padding.
 
 
+@pytest.mark.slow  # Out of the fast tier for its time; CI runs every tier.
 def test_fit_gives_the_trainers_weights_and_learning_rates(tiny_hparams, tmp_path):
     """Same data, hparams, seed and steps: model.fit + callbacks == t2t_lite's trainer."""
     from t2t_lite.runs import weights

@@ -168,6 +168,7 @@ def test_second_model_decodes_with_its_own_cache(bag_run):
     assert all(set(text.split()) <= set("0123456789") for [(text, _)] in texts)
 
 
+@pytest.mark.slow  # Out of the fast tier for its time; CI runs every tier.
 def test_second_model_exports(bag_run, tmp_path):
     out, _, _ = bag_run
     result = export.export(out, str(tmp_path / "export"), checkpoint="averaged",

@@ -48,7 +48,8 @@ def _decode(model, options, sampling=False):
 
 # A batch of 5 in 2 and 3 shards (padded to 6), one sentence in 2 shards (fewer
 # rows than shards), each against one search: beams, then greedy.
-@pytest.mark.parametrize("beam_size,batch,shard_counts", [(3, 5, (2, 3)), (1, 1, (2,))])
+@pytest.mark.parametrize("beam_size,batch,shard_counts", [
+    pytest.param(3, 5, (2, 3), marks=pytest.mark.slow), (1, 1, (2,))])  # Slow: CI runs it.
 def test_shards_decode_what_one_search_decodes(model, beam_size, batch, shard_counts):
     inputs = _inputs(batch)
     one = _decode(model, DecodeOptions(beam_size=beam_size, extra_length=10, shards=1))(inputs)
@@ -60,6 +61,7 @@ def test_shards_decode_what_one_search_decodes(model, beam_size, batch, shard_co
         np.testing.assert_allclose(scores.numpy(), one[1].numpy(), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow  # Out of the fast tier for its time; CI runs every tier.
 def test_shards_sample_what_one_sampler_samples(model):
     inputs, keys = _inputs(5), tf.constant([7, 3, 9, 1, 4], tf.int32)
     results = []

@@ -241,6 +241,7 @@ def ptb_tags(pieces):
     return {p[1:] for p, k in zip(pieces, kinds) if k == TAG}
 
 
+@pytest.mark.slow  # Out of the fast tier for its time; CI runs every tier.
 def test_decoder_writes_trees_over_the_input_words(small_parsing_run, tmp_path):
     """An almost untrained model, decoded with the problem's constraint:
     every output line is a tree over exactly the words of its input line."""

@@ -1,5 +1,6 @@
 """Training progress: ETA in the periodic lines, a live Keras bar on a terminal."""
 
+import pytest
 import tensorflow as tf
 
 from t2t_lite.training.options import EvalOptions, TrainOptions
@@ -24,6 +25,7 @@ def _train(tiny_hparams, out, bar, lines):
         strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=lines.append)
 
 
+@pytest.mark.slow  # Out of the fast tier for its time; CI runs every tier.
 def test_plain_lines_or_a_bar(tiny_hparams, tmp_path, capsys):
     lines = []
     _train(tiny_hparams, tmp_path / "a", False, lines)

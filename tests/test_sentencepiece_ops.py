@@ -310,6 +310,7 @@ print(json.dumps({"ids": ids.to_list(), "text": [t.decode() for t in text.numpy(
 """
 
 
+@pytest.mark.slow  # Out of the fast tier for its time; CI runs every tier.
 def test_saved_model_runs_without_tensorflow_text(news, tmp_path):
     texts = EDGE_CASES[:8] + _news_sample()[:8]
     module = _Served(news.sp.serialized_model_proto())

@@ -226,6 +226,7 @@ def _step_changes(model, one_device):
                       for v in model.weights}
 
 
+@pytest.mark.slow  # Out of the fast tier for its time; CI runs every tier.
 def test_token_loss_zero_trains_the_chart_and_tagger_not_the_decoder(tiny_hparams, one_device):
     """token_loss=0: the decoder's weights exist (same checkpoint) but neither train
     nor run; the step logs the chart's and tagger's loss; the chart still decodes."""

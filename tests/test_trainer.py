@@ -142,6 +142,7 @@ def test_checkpoints_every_m_minutes(tiny_hparams, tmp_path):
     assert checkpoints.list_checkpoints(str(tmp_path)) == ["ckpt-1", "ckpt-2", "ckpt-3"]
 
 
+@pytest.mark.slow  # Out of the fast tier for its time; CI runs every tier.
 def test_train_minutes_stops_at_the_budget_with_a_checkpoint(tiny_hparams, tmp_path):
     # A budget shorter than the first step: one step, then a clean stop.
     result, lines = _train(tiny_hparams, tmp_path, 1000, train_minutes=1e-6)

@@ -331,6 +331,7 @@ TOY_TREES = [
 ]
 
 
+@pytest.mark.slow  # Out of the fast tier for its time; CI runs every tier.
 def test_decode_lines_writes_readable_trees_with_an_untrained_model(tmp_path):
     """End to end: datagen on three toy trees, an untrained 1-layer model, the
     constrained search, `decode_lines`; then both readers on what it wrote."""
