@@ -37,23 +37,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import isa  # noqa: E402
 import train_speed  # noqa: E402
 from machine import RESULTS, append_row, machine_fields  # noqa: E402
-from t2t_lite.training import losses  # noqa: E402
-
-
-# change -> (module, attribute, what it was before the change).
-UNDO = {"loss": (losses, "_fused_token_losses", losses._token_losses)}
-
-
-@contextlib.contextmanager
-def undone(change):
-    """Within it, the library computes as before `change` (patched while tracing)."""
-    owner, name, before = UNDO[change]
-    after = getattr(owner, name)
-    setattr(owner, name, before)
-    try:
-        yield
-    finally:
-        setattr(owner, name, after)
+from train_speed import UNDO, undone  # noqa: E402
 
 
 def build_and_warm(size, change):

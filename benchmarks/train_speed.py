@@ -27,6 +27,7 @@ before/after rows (`benchmarks/train_changes.sh`).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -80,6 +81,20 @@ class _VocabProblem:
 
 
 OPTIMIZERS = {"fused": None, "keras": keras.optimizers.Adam}  # None: the trainer's FusedAdam.
+# change -> (module, attribute, what it was before the change), for before/after rows.
+UNDO = {"loss": (losses, "_fused_token_losses", losses._token_losses)}
+
+
+@contextlib.contextmanager
+def undone(change):
+    """Within it, the library computes as before `change` (it must be traced inside)."""
+    owner, name, before = UNDO[change]
+    after = getattr(owner, name)
+    setattr(owner, name, before)
+    try:
+        yield
+    finally:
+        setattr(owner, name, after)
 
 
 def build_state(size: str, adam: str = "fused", strategy=None):
@@ -112,15 +127,15 @@ def build(size: str, jit: bool, adam: str = "fused"):
 
 
 def run(size: str, jit: bool, budget_s: float, adam: str = "fused", loss: str = "fused") -> dict:
-    if loss == "plain":  # Traced at the first step: the loss before issue 28's change.
-        losses._fused_token_losses = losses._token_losses
     batch, source_length, target_length = SIZES[size][2:]
-    model, runner, batches = build(size, jit, adam)
     warmup, timed = STEPS[size]
-    start = time.perf_counter()
-    for i in range(warmup):
-        runner.step([batches[i % 8]])
-    warmup_s = time.perf_counter() - start
+    # `--loss plain`: traced at the first step with the loss before issue 28's change.
+    with undone("loss") if loss == "plain" else contextlib.nullcontext():
+        model, runner, batches = build(size, jit, adam)
+        start = time.perf_counter()
+        for i in range(warmup):
+            runner.step([batches[i % 8]])
+        warmup_s = time.perf_counter() - start
     times, begun = [], time.perf_counter()
     for i in range(timed):
         start = time.perf_counter()
