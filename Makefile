@@ -10,8 +10,8 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-# Reinstalls when setup.py changes.
-$(VENV)/.installed: setup.py | $(BIN)/python
+# Reinstalls when setup.py or pyproject.toml changes.
+$(VENV)/.installed: setup.py pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e ".[test]"
 	touch $@
 

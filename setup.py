@@ -1,19 +1,33 @@
 """t2t_lite: the Transformer of "Attention Is All You Need" on TensorFlow 2 / Keras 3."""
 
+import re
+
 from setuptools import find_packages, setup
+
+# The version is t2t_lite.__version__, read without importing the package.
+with open("t2t_lite/__init__.py", encoding="utf-8") as _init:
+    VERSION = re.search(r'^__version__ = "([^"]+)"$', _init.read(), re.M).group(1)
 
 setup(
     name="t2t_lite",
-    version="0.1.0",
+    version=VERSION,
     description=(
         "A TensorFlow 2 / Keras 3 reimplementation of the Transformer "
         "(Vaswani et al. 2017) in the tensor2tensor tradition."
     ),
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
+    license="Apache-2.0",
+    classifiers=[
+        "License :: OSI Approved :: Apache Software License",
+        "Programming Language :: Python :: 3",
+        "Programming Language :: Python :: 3.10",
+        "Programming Language :: Python :: 3.11",
+        "Topic :: Scientific/Engineering :: Artificial Intelligence",
+    ],
     python_requires=">=3.10",
     # `problems` and `hparams` are taken as top-level names on PyPI, so they
-    # install as t2t_lite.problems and t2t_lite.hparams (DESIGN.md). Every
+    # install as t2t_lite.problems and t2t_lite.hparams (docs/development/design.md). Every
     # package is found, so a new subpackage cannot drop out of a wheel
     # (tests/test_wheel.py builds and installs one).
     packages=find_packages(include=["t2t_lite", "t2t_lite.*"]) + [
@@ -40,10 +54,13 @@ setup(
         "ctranslate2": ["ctranslate2>=4.5"],
         # The JAX backend (KERAS_BACKEND=jax; benchmarks/gpu_check.sh).
         "jax": ["jax>=0.4.30"],
-        # CI installs .[test]: ctranslate2 and jax too, so tests/test_ctranslate2_export.py
-        # and tests/test_jax_backend.py run.
+        # The documentation site (mkdocs build; tests/test_docs.py builds it with --strict).
+        "docs": ["mkdocs>=1.6,<2", "mkdocs-material>=9.5", "mkdocstrings[python]>=0.26"],
+        # CI installs .[test]: ctranslate2, jax and the docs too, so
+        # tests/test_ctranslate2_export.py, tests/test_jax_backend.py and tests/test_docs.py run.
         "test": ["pytest>=8", "pytest-xdist>=3", "hypothesis>=6", "wheel", "ctranslate2>=4.5",
-                 "jax>=0.4.30"],
+                 "jax>=0.4.30", "mkdocs>=1.6,<2", "mkdocs-material>=9.5",
+                 "mkdocstrings[python]>=0.26"],
     },
     entry_points={
         "console_scripts": [

@@ -1,4 +1,4 @@
-"""Hparams sets, overrides and the registry (DESIGN.md conventions 2 and 8)."""
+"""Hparams sets, overrides and the registry (docs/development/design.md, conventions 2 and 8)."""
 
 import dataclasses
 

@@ -1,5 +1,5 @@
 """The package's layout: no import circle, and each subpackage imports only what
-the README's Layout table allows.
+the Layout page (docs/development/layout.md) allows.
 
 The import graph is read statically (every `import` statement, those inside
 functions included) from the source files; the registry's lazy loading of
@@ -14,7 +14,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 SOURCES = {"t2t_lite": "t2t_lite", "problems": "t2t_lite.problems",
            "hparams": "t2t_lite.hparams"}
 
-# Subpackage (or top-level module) -> what it may import, as README.md's Layout
+# Subpackage (or top-level module) -> what it may import, as docs/development/layout.md's
 # table says. "ids", "errors", "atomic", "progress" are the leaves everyone may use.
 LEAVES = {"ids", "errors", "atomic", "progress"}
 ALLOWED = {
@@ -137,7 +137,7 @@ def test_the_top_level_is_small():
 
 
 def test_no_library_function_over_sixty_lines():
-    """DESIGN.md: functions under about 60 lines, the CLIs' included."""
+    """docs/development/design.md: functions under about 60 lines, the CLIs' included."""
     long = []
     for module, path in _modules().items():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

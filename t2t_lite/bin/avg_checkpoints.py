@@ -14,14 +14,19 @@ import sys
 from t2t_lite.bin import common
 
 
-def main(argv=None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command's flags (its reference page is generated from this parser)."""
     parser = argparse.ArgumentParser(prog="t2t_lite-avg-checkpoints", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--output_dir", required=True, help="the trainer's output_dir")
     parser.add_argument("--last", type=int, default=5, help="average the newest N")
     parser.add_argument("--checkpoints", default=None, help="comma-separated names instead")
-    common.add_verbose_flag(parser)
-    args = parser.parse_args(argv)
+    common.add_common_flags(parser)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
 
     def run():
         from t2t_lite.runs import averaging

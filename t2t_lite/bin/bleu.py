@@ -12,8 +12,8 @@ from t2t_lite.metrics import bleu, chrf_ter
 EXTRA_METRICS = {"chrf": chrf_ter.SacreChrf, "ter": chrf_ter.SacreTer}
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """`t2t_lite-bleu --hypotheses=FILE --reference=FILE [--lang=de] [--metrics=bleu,chrf,ter]`."""
+def build_parser() -> argparse.ArgumentParser:
+    """The command's flags (its reference page is generated from this parser)."""
     parser = argparse.ArgumentParser(
         prog="t2t_lite-bleu",
         description="sacreBLEU (to report) and tokenized multi-bleu BLEU with "
@@ -26,6 +26,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="comma-separated, printed in this order: bleu (two lines: "
                         "sacreBLEU and tokenized), chrf (sacreBLEU's chrF2), ter "
                         "(sacreBLEU's TER, lower is better); default bleu")
+    common.add_common_flags(parser, verbose=False)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`t2t_lite-bleu --hypotheses=FILE --reference=FILE [--lang=de] [--metrics=bleu,chrf,ter]`."""
+    parser = build_parser()
     args = parser.parse_args(argv)
     status = common.run(parser.prog, lambda: _print_bleu(args), tensorflow=False)
     if status:

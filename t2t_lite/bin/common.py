@@ -31,9 +31,15 @@ STARTUP_NOISE = re.compile(
     r"computation_placer|This TensorFlow binary is optimized|rebuild TensorFlow with")
 
 
-def add_verbose_flag(parser) -> None:
-    parser.add_argument("-v", "--verbose", action="store_true",
-                        help="show TensorFlow's own log lines and warnings")
+def add_common_flags(parser, verbose: bool = True) -> None:
+    """`--version` on every command; `-v/--verbose` on those that start TensorFlow."""
+    from t2t_lite import __version__
+
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}",
+                        help="print the version of t2t_lite and exit")
+    if verbose:
+        parser.add_argument("-v", "--verbose", action="store_true",
+                            help="show TensorFlow's own log lines and warnings")
 
 
 @contextlib.contextmanager

@@ -34,7 +34,8 @@ from t2t_lite.bin import common
 from t2t_lite.data.options import VOCAB_TYPES, DatagenOptions
 
 
-def parse_args(argv=None):
+def build_parser() -> argparse.ArgumentParser:
+    """The command's flags (its reference page is generated from this parser)."""
     parser = argparse.ArgumentParser(prog="t2t_lite-datagen", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--problem", required=True, help="registered problem name")
@@ -61,8 +62,12 @@ def parse_args(argv=None):
                         help="of the vocabulary sample and the shuffle (default: %(default)s)")
     parser.add_argument("--tfds_dir", default=None,
                         help="tensorflow-datasets data_dir for downloads")
-    common.add_verbose_flag(parser)
-    return parser.parse_args(argv)
+    common.add_common_flags(parser)
+    return parser
+
+
+def parse_args(argv=None):
+    return build_parser().parse_args(argv)
 
 
 def main(argv=None) -> int:

@@ -34,7 +34,8 @@ from t2t_lite.decoding import parallel
 from t2t_lite.decoding.options import DecodeOptions
 
 
-def parse_args(argv=None):
+def build_parser() -> argparse.ArgumentParser:
+    """The command's flags (its reference page is generated from this parser)."""
     parser = argparse.ArgumentParser(prog="t2t_lite-decoder", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--output_dir", required=True, help="the trainer's output_dir")
@@ -80,8 +81,12 @@ def parse_args(argv=None):
     parser.add_argument("--reference", default=None,
                         help="reference file (one line per input line): print the problem's "
                         "metrics, e.g. sacreBLEU and the paper's tokenized BLEU")
-    common.add_verbose_flag(parser)
-    return parser.parse_args(argv)
+    common.add_common_flags(parser)
+    return parser
+
+
+def parse_args(argv=None):
+    return build_parser().parse_args(argv)
 
 
 def _progress(label):

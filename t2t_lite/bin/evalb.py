@@ -19,7 +19,8 @@ import sys
 from t2t_lite.bin import common
 
 
-def main(argv=None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command's flags (its reference page is generated from this parser)."""
     parser = argparse.ArgumentParser(prog="t2t_lite-evalb", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--gold", required=True, help="gold trees, one per line")
@@ -30,8 +31,12 @@ def main(argv=None) -> int:
                         help="override the parameter file's CUTOFF_LEN (EVALB's -c)")
     parser.add_argument("-e", "--max_error", type=int, default=None,
                         help="override the parameter file's MAX_ERROR (EVALB's -e)")
-    common.add_verbose_flag(parser)
-    args = parser.parse_args(argv)
+    common.add_common_flags(parser)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
 
     def run():
         from t2t_lite.metrics import evalb, trees

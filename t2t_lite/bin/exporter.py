@@ -42,7 +42,8 @@ from t2t_lite.serving.ctranslate2_export import QUANTIZATIONS
 FORMATS = ("saved_model", "ctranslate2")
 
 
-def parse_args(argv=None):
+def build_parser() -> argparse.ArgumentParser:
+    """The command's flags (its reference page is generated from this parser)."""
     parser = argparse.ArgumentParser(prog="t2t_lite-exporter", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--output_dir", required=True, help="the trainer's output_dir")
@@ -64,8 +65,12 @@ def parse_args(argv=None):
                         help="saved_model (TensorFlow Serving) or ctranslate2")
     parser.add_argument("--quantization", choices=QUANTIZATIONS, default=None,
                         help="--format=ctranslate2's weights (default float32)")
-    common.add_verbose_flag(parser)
-    return parser.parse_args(argv)
+    common.add_common_flags(parser)
+    return parser
+
+
+def parse_args(argv=None):
+    return build_parser().parse_args(argv)
 
 
 def main(argv=None) -> int:

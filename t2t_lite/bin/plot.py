@@ -16,13 +16,18 @@ import sys
 from t2t_lite.bin import common
 
 
-def main(argv=None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command's flags (its reference page is generated from this parser)."""
     parser = argparse.ArgumentParser(prog="t2t_lite-plot", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--output_dir", required=True, help="the trainer's output_dir")
     parser.add_argument("--output_file", default=None, help="default: OUTPUT_DIR/curves.png")
-    common.add_verbose_flag(parser)
-    args = parser.parse_args(argv)
+    common.add_common_flags(parser)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
 
     def run():
         import matplotlib

@@ -33,7 +33,8 @@ _train = functools.partial(common.field_default, TrainOptions)
 _eval = functools.partial(common.field_default, EvalOptions)
 
 
-def parse_args(argv=None):
+def build_parser() -> argparse.ArgumentParser:
+    """The command's flags (its reference page is generated from this parser)."""
     parser = argparse.ArgumentParser(prog="t2t_lite-trainer", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--problem", required=True, help="registered problem name")
@@ -63,7 +64,12 @@ def parse_args(argv=None):
                         help="random seed (default: %(default)s)")
     _add_eval_flags(parser)
     _add_init_from_flags(parser)
-    common.add_verbose_flag(parser)
+    common.add_common_flags(parser)
+    return parser
+
+
+def parse_args(argv=None):
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.init_from_optimizer and not args.init_from:
         parser.error("--init_from_optimizer needs --init_from=RUN_DIR:ckpt-N")

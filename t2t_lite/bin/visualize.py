@@ -33,7 +33,8 @@ PROG = "t2t_lite-visualize"
 HEAD_ROLES_FLAGS = ("split", "examples", "frequency_examples", "threshold")
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The command's flags (its reference page is generated from this parser)."""
     from t2t_lite.pictures import head_roles as roles
 
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__,
@@ -62,7 +63,7 @@ def _parser() -> argparse.ArgumentParser:
     group.add_argument("--threshold", type=float, default=None,
                        help=f"the least share that names a head's role "
                             f"(default: {roles.THRESHOLD})")
-    common.add_verbose_flag(parser)
+    common.add_common_flags(parser)
     return parser
 
 
@@ -108,7 +109,7 @@ def _attention(args) -> None:
 
 
 def main(argv=None) -> int:
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     problem = _usage_error(args)
     if problem:
         print(f"{PROG}: error: {problem}", file=sys.stderr)

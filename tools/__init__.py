@@ -1,0 +1,1 @@
+"""Maintainer scripts: the generated documentation pages (`python -m tools.gen_docs`)."""
