@@ -64,8 +64,38 @@ def parse_field(item: str) -> tuple[str, object]:
         return key, value
 
 
+def provenance_fields(path: str | None = None) -> dict:
+    """date (UTC), commit (the source tree's HEAD, "-dirty" if it has changes) and benchmark.
+
+    The results pages (`python -m tools.gen_docs`) print them in every table; rows older than
+    these fields get theirs from benchmarks/results/provenance.json (git blame).
+    """
+    import datetime
+    import subprocess
+
+    def git(*args):
+        try:
+            return subprocess.run(["git", *args], cwd=HERE, capture_output=True, text=True,
+                                  check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            return ""
+
+    commit = git("rev-parse", "--short=7", "HEAD")
+    if commit and git("status", "--porcelain", "--untracked-files=no"):
+        commit += "-dirty"
+    fields = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+              "commit": commit or "unknown"}
+    if path and path != "-":
+        fields["benchmark"] = os.path.splitext(os.path.basename(path))[0]
+    return fields
+
+
 def append_row(row: dict, path: str | None) -> None:
-    """Prints `row` as one JSON line, and appends it to `path` unless that is None or "-"."""
+    """Prints `row` as one JSON line, and appends it to `path` unless that is None or "-".
+
+    The row gets `provenance_fields` (date, commit, benchmark) where it has none of its own.
+    """
+    row = {**provenance_fields(path), **row}
     line = json.dumps(row)
     print(line, flush=True)
     if path and path != "-":

@@ -6,6 +6,7 @@ writing a field, or the machine fields, fails here.
 """
 
 import json
+import re
 import os
 import sys
 import types
@@ -37,9 +38,16 @@ def test_machine_fields_and_rows(tmp_path, capsys):
     assert machine.parse_field("core=one core") == ("core", "one core")
     path = tmp_path / "results" / "rows.jsonl"
     machine.append_row({"a": 1}, str(path))
-    machine.append_row({"b": 2}, "-")
-    assert [json.loads(line) for line in path.read_text().splitlines()] == [{"a": 1}]
-    assert capsys.readouterr().out.splitlines() == ['{"a": 1}', '{"b": 2}']
+    machine.append_row({"b": 2, "date": "2000-01-01"}, "-")
+    (written,) = [json.loads(line) for line in path.read_text().splitlines()]
+    # Every row says when, at which commit and by which benchmark it was measured (the
+    # results pages print them); a field the row has itself wins.
+    assert written["a"] == 1 and written["benchmark"] == "rows"
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", written["date"])
+    assert re.fullmatch(r"[0-9a-f]{7}(-dirty)?|unknown", written["commit"])
+    printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert printed[0] == written and printed[1]["b"] == 2
+    assert printed[1]["date"] == "2000-01-01" and "benchmark" not in printed[1]
 
 
 def test_demo_recipe_is_the_makefiles():

@@ -57,7 +57,9 @@ recipe stage by stage and writes the row. The export rows time `t2t_lite-exporte
           (("problem", "problem"), ("parameters", "parameters"),
            ("accuracy, averaged, beam 4", "accuracy.averaged.percent"),
            ("last checkpoint, greedy", "accuracy.last_greedy.percent"), ("seconds", "seconds"),
-           ("tokens/s", "tokens_per_s"), ("dev evaluations", "dev_evaluations"))),
+           ("tokens/s (median window)", "tokens_per_s.median_after_first"),
+           ("dev exact match by step", lambda r: ", ".join(
+               f"{e['step']}: {e['exact_match']}" for e in r.get("dev_evaluations", []))))),
     Table("export_time.jsonl", "t2t_lite-exporter", "Wall time of one SavedModel export and "
           "its size on disk.", "python benchmarks/export_time.py [--hparams=tiny --vocab=12]",
           (("hparams", "hparams"), ("parameters", "params"), ("vocabulary", "vocab"),
