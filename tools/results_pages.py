@@ -14,6 +14,7 @@ import dataclasses
 import hashlib
 import json
 import pathlib
+import re
 import subprocess
 from typing import Any, Callable
 
@@ -129,7 +130,17 @@ def _format(value) -> str:
         return ", ".join(_format(v) for v in value)
     if isinstance(value, dict):
         return ", ".join(f"{k} {_format(v)}" for k, v in value.items())
-    return str(value).replace("|", "\\|").replace("\n", " ")
+    return _plain(str(value)).replace("|", "\\|").replace("\n", " ")
+
+
+ORDINAL = r"(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth)"
+
+
+def _plain(text: str) -> str:
+    """A row's free-text label without the run ordinals of a lab notebook ("ninth run")."""
+    text = re.sub(rf"\s*\((?:the )?{ORDINAL} (?:run|pair)\)", "", text)
+    text = re.sub(rf"\bthe {ORDINAL} (run|pair)\b", r"the t2t_lite \1 of that session", text)
+    return re.sub(rf"\b{ORDINAL} (run|pair)\b", r"\1", text)
 
 
 def render_table(table: Table, provenance: dict) -> str:

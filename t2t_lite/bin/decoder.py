@@ -40,15 +40,21 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--output_dir", required=True, help="the trainer's output_dir")
     parser.add_argument("--checkpoint", default=None, help="e.g. ckpt-1200 (default newest)")
-    parser.add_argument("--data_dir", default=None)
+    parser.add_argument("--data_dir", default=None,
+                        help="the problem's data (vocabulary) dir (default: the run's own)")
     parser.add_argument("--decode_split", default="test", help="split decoded by default")
-    parser.add_argument("--decode_from_file", default=None)
-    parser.add_argument("--decode_to_file", default=None)
-    parser.add_argument("--decode_interactive", action="store_true")
+    parser.add_argument("--decode_from_file", default=None,
+                        help="decode this UTF-8 file, one input a line")
+    parser.add_argument("--decode_to_file", default=None,
+                        help="write one output line per input line here (atomically; "
+                        "default: standard output)")
+    parser.add_argument("--decode_interactive", action="store_true",
+                        help="decode standard input, one line at a time")
     for flag, kind in (("beam_size", int), ("alpha", float), ("extra_length", int)):
         parser.add_argument(f"--{flag}", type=kind, default=None,
                             help="default: the run's hparams")
-    parser.add_argument("--return_beams", action="store_true")
+    parser.add_argument("--return_beams", action="store_true",
+                        help="write every beam as text<TAB>score on the input's line")
     parser.add_argument("--batch_size", type=int,
                         default=common.field_default(DecodeOptions, "batch_size"),
                         help="sentences per batch (default: %(default)s)")
