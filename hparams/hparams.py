@@ -67,7 +67,7 @@ class HParams:
     positional_encoding: str = _shaping("sinusoid")  # "sinusoid" (paper) or "learned" (row E).
     shared_embedding: bool = _shaping(True)  # One matrix: source, target and pre-softmax.
     normalize_before: bool = _shaping(False)  # False = post-norm LayerNorm(x + Sublayer(x)).
-    layer_norm_epsilon: float = 1e-6
+    layer_norm_epsilon: float = 1e-6  # Epsilon of every layer normalization (tensor2tensor's).
     # --- Parsing levers of `aligned_transformer` (t2t_lite.parsing.aligned_model) ---
     word_class_features: bool = _shaping(False)  # Encoder input + an embedding of the word's class.
     tagging_loss: float = _shaping(0.0)  # Weight of the encoder's auxiliary POS-tagging loss.
@@ -96,10 +96,10 @@ class HParams:
     relu_dropout_rate: float = 0.0  # Inside the FFN (not in the paper).
     label_smoothing: float = 0.1  # epsilon_ls.
     # --- Optimizer and schedule (section 5.3, equation 3) ---
-    adam_beta1: float = 0.9
-    adam_beta2: float = 0.98
-    adam_epsilon: float = 1e-9
-    warmup_steps: int = 4000
+    adam_beta1: float = 0.9  # Adam's beta_1 (section 5.3).
+    adam_beta2: float = 0.98  # Adam's beta_2 (section 5.3).
+    adam_epsilon: float = 1e-9  # Adam's epsilon (section 5.3).
+    warmup_steps: int = 4000  # Equation 3: the rate rises linearly for this many steps.
     learning_rate_scale: float = 1.0  # Multiplies equation 3 (1.0 = the paper).
     # --- Data and batching (section 5.1) ---
     batch_size: int = 4096  # Tokens per replica per step (not sentences).
@@ -107,13 +107,13 @@ class HParams:
     min_length_bucket: int = 8  # First length-bucket boundary (tensor2tensor).
     length_bucket_step: float = 1.1  # Each boundary is this times the previous one.
     accum_steps: int = 1  # Gradient accumulation: 8 emulates the paper's 8 GPUs.
-    train_steps: int = 100_000
+    train_steps: int = 100_000  # Optimizer steps of a run (base: 100K; big: 300K).
     # Keras dtype policy: "float32", "mixed_bfloat16" (TPUs, recent GPUs) or
     # "mixed_float16" (dynamic loss scaling). Logits and loss stay float32.
     precision: str = "float32"
     mixed_precision: bool = False  # Old spelling of precision=mixed_float16 (hparams.json).
     # --- Decoding (section 6.1) ---
-    beam_size: int = 4
+    beam_size: int = 4  # Hypotheses kept by beam search; 1 is greedy search.
     alpha: float = 0.6  # GNMT length penalty exponent.
     extra_length: int = 50  # Maximum output length = input length + extra_length.
 
