@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_DIR ?= demo_out
 
-.PHONY: install demo pictures test test-slow test-all clean
+.PHONY: install demo pictures docs test test-slow test-all clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,12 @@ pictures: install
 	    --window-size=1000,520 --screenshot=$(PICTURES)/attention_html.png \
 	    "file://$(CURDIR)/$(PICTURES)/attention.html?kind=cross&layer=1&head=0&hover=3" 2>/dev/null
 
+# The documentation site: regenerate the reference and results pages, then build site/
+# (--strict: a broken link or a missing page is an error). `$(BIN)/mkdocs serve` previews it.
+docs: install
+	$(BIN)/python -m tools.gen_docs
+	$(BIN)/mkdocs build --strict
+
 # Two pytest-xdist workers (one per core), each test file on one worker, so a
 # file's module fixtures (a trained tiny model, a datagen) are built once.
 WORKERS ?= 2
@@ -64,4 +70,4 @@ test-all: install
 	$(PYTEST) tests
 
 clean:
-	rm -rf $(DEMO_DIR) build *.egg-info
+	rm -rf $(DEMO_DIR) build site *.egg-info
