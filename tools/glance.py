@@ -47,7 +47,7 @@ def headlines(provenance: dict) -> list[tuple[str, str, str, dict, str, str]]:
     ours = _last("multi30k.jsonl", lambda r: r.get("minutes") == 60.0 and "bleu" in r
                  and r.get("system", "").startswith("t2t_lite"))
     peer = _last("multi30k.jsonl", lambda r: "bleu_test2016_60min" in r)
-    out.append(("Multi30k EN-DE test2016 sacreBLEU, 60 minutes of training on 2 CPU cores",
+    out.append(("Multi30k EN-DE test2016 sacreBLEU, 60 minutes of training, one CPU core each",
                 f"{ours['bleu']['averaged_beam4']}",
                 f"keras-hub: {peer['bleu_test2016_60min']}", ours, "multi30k.jsonl",
                 "translation.md"))

@@ -73,8 +73,9 @@ cased sacreBLEU (13a) on test2016 (or on val where a row says `val`; settings ar
 never on test). `averaged` is the mean of the last 5 checkpoints, as section 6.1 of the paper.
 """, (
     Table("multi30k.jsonl", "The multi30k recipe and the keras-hub baseline",
-          "`t2t_lite-trainer --problem=multi30k_ende --hparams=multi30k` for 30 and 60 minutes on "
-          "2 cores, and the keras-hub model of `../shared/bench/` trained as its own script does.",
+          "`t2t_lite-trainer --problem=multi30k_ende --hparams=multi30k` for 30 and 60 minutes "
+          "(the system column says when a run had one core of two), and the keras-hub model of "
+          "`../shared/bench/` trained as its own script does.",
           "python benchmarks/multi30k.py --raw_dir=../shared/data/multi30k --work_dir=W --minutes=60",
           (("system", "system"), ("scored on", "scored_on"), *BLEU_COLUMNS,
            ("keras-hub BLEU 30 / 60 min", lambda r: (
