@@ -140,7 +140,7 @@ def test_bad_options_are_one_clear_error():
         DecodeOptions(sampling_temperature=1.0, top_p=0.0)
     # A beam of 0 is one line too, not a traceback from inside the search.
     for bad in ({"beam_size": 0}, {"batch_size": 0}, {"extra_length": -1}):
-        with pytest.raises(DecodeOptionsError, match="--beam_size and --batch_size must be"):
+        with pytest.raises(DecodeOptionsError, match="--beam_size must be >= 1, --batch_size >= 1"):
             DecodeOptions(**bad)
 
 

@@ -48,8 +48,8 @@ class DecodeOptions:
     def __post_init__(self):
         if self.beam_size < 1 or self.batch_size < 1 or self.extra_length < 0:
             raise DecodeOptionsError(
-                "--beam_size and --batch_size must be >= 1 (beam 1 is greedy search) and "
-                "--extra_length >= 0")
+                "--beam_size must be >= 1, --batch_size >= 1 and --extra_length >= 0 "
+                "(beam 1 is greedy search)")
         if self.sampling_temperature is None:
             if (self.top_k, self.top_p, self.num_samples) != (0, 1.0, 1):
                 raise DecodeOptionsError(
