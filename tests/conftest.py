@@ -51,6 +51,27 @@ def data_file(*parts, lines=None):
                 "T2T_LITE_TEST_DATA=DIR to a copy of shared/data to run it")
 
 
+def tracked_copy(destination, skip=()):
+    """A copy of the repository's tracked (and untracked, not ignored) files under
+    `destination`, less the top-level folders in `skip`; skips the test outside a git
+    checkout. What a wheel or an install is built from, away from the working tree."""
+    import pathlib
+    import shutil
+    import subprocess
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    try:
+        files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=root,
+                               capture_output=True, text=True, check=True).stdout.split("\n")
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout: the install is made from the tracked files")
+    for name in filter(None, files):
+        if (root / name).is_file() and name.split("/", 1)[0] not in skip:
+            (destination / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / name, destination / name)
+    return destination
+
+
 def free_ports(count):
     """`count` localhost ports free at the time of the call (for multi-worker TF_CONFIG)."""
     sockets = [socket.socket() for _ in range(count)]

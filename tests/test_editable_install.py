@@ -11,28 +11,15 @@ as a plain path), and imports the mapped packages from the copy.
 """
 
 import pathlib
-import shutil
 import subprocess
 import sysconfig
 import venv
 
 import pytest
+from conftest import tracked_copy
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
-
-
-def _tracked_copy(destination: pathlib.Path) -> pathlib.Path:
-    try:
-        files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT,
-                               capture_output=True, text=True, check=True).stdout.split("\n")
-    except (OSError, subprocess.CalledProcessError):
-        pytest.skip("not a git checkout: the install is made from the tracked files")
-    for name in filter(None, files):
-        if (ROOT / name).is_file() and not name.startswith(("tests/", "docs/", "benchmarks/")):
-            (destination / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, destination / name)
-    return destination
 
 
 def _pip(env: pathlib.Path, *args: str) -> subprocess.CompletedProcess:
@@ -41,7 +28,7 @@ def _pip(env: pathlib.Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def test_editable_install_with_bundled_pip_and_wheel(tmp_path):
-    tree = _tracked_copy(tmp_path / "tree")
+    tree = tracked_copy(tmp_path / "tree", skip=("tests", "docs", "benchmarks"))
     assert (tree / "pyproject.toml").exists()
     env = tmp_path / "env"
     venv.create(env, with_pip=True)  # The interpreter's bundled pip, not an upgraded one.

@@ -10,7 +10,6 @@ runs every console script's --help there, outside the source tree.
 
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -18,28 +17,16 @@ import venv
 import zipfile
 
 import pytest
+from conftest import tracked_copy
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-
-
-def _tracked_copy(destination: pathlib.Path) -> pathlib.Path:
-    try:
-        files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT,
-                               capture_output=True, text=True, check=True).stdout.split()
-    except (OSError, subprocess.CalledProcessError):
-        pytest.skip("not a git checkout: the wheel is built from the tracked files")
-    for name in files:
-        if (ROOT / name).is_file():
-            (destination / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, destination / name)
-    return destination
 
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     """(the built wheel, the fresh environment's bin directory)."""
     pytest.importorskip("wheel", reason="the test extra's `wheel` builds the wheel")
-    tree = _tracked_copy(tmp_path_factory.mktemp("tree"))
+    tree = tracked_copy(tmp_path_factory.mktemp("tree"))
     wheels = tmp_path_factory.mktemp("wheels")
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
                     "-q", "-w", str(wheels), str(tree)], check=True, capture_output=True)

@@ -11,6 +11,7 @@ oneDNN ran, the matmul peak measured in the same run).
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import hashlib
 import json
 import pathlib
@@ -79,8 +80,6 @@ def blame_provenance() -> dict:
                                                              for c in line[:40]):
                 commit = line[:40]
             elif line.startswith("committer-time "):
-                import datetime
-
                 stamp = int(line.split()[1])
                 dates[commit] = datetime.datetime.fromtimestamp(
                     stamp, datetime.timezone.utc).strftime("%Y-%m-%d")
@@ -121,9 +120,8 @@ def _format(value) -> str:
         return ""
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if isinstance(value, float):
-        text = f"{value:,.4f}".rstrip("0").rstrip(".") if abs(value) < 10 else f"{value:,.2f}"
-        return text.rstrip("0").rstrip(".") if "." in text else text
+    if isinstance(value, float):  # 4 decimals below 10, 2 above, trailing zeros dropped.
+        return f"{value:,.{4 if abs(value) < 10 else 2}f}".rstrip("0").rstrip(".")
     if isinstance(value, int):
         return f"{value:,}"
     if isinstance(value, (list, tuple)):

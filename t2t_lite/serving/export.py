@@ -258,9 +258,7 @@ def export(output_dir: str, export_dir: str, checkpoint: str | None = None,
     run = load_run(output_dir, checkpoint, data_dir)
     options = DecodeOptions.from_hparams(
         run.hparams, beam_size=beam_size, alpha=alpha, extra_length=extra_length,
-        constraint=run.problem.decode_constraint())
-    if options.beam_size < 1 or options.extra_length < 0:
-        raise ExportError("beam_size must be >= 1 and extra_length >= 0")
+        constraint=run.problem.decode_constraint())  # DecodeOptions checks the values.
     max_length = int(run.hparams.max_length)
     ids_module = _IdsModule(run.model, options, max_length)
     if sampling:  # Tracked by the module, so saved with it and its ids-only copy.
