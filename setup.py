@@ -58,7 +58,7 @@ setup(
         "docs": ["mkdocs>=1.6,<2", "mkdocs-material>=9.5", "mkdocstrings[python]>=0.26"],
         # CI installs .[test]: ctranslate2, jax and the docs too, so
         # tests/test_ctranslate2_export.py, tests/test_jax_backend.py and tests/test_docs.py run.
-        "test": ["pytest>=8", "pytest-xdist>=3", "hypothesis>=6", "wheel", "ctranslate2>=4.5",
+        "test": ["pytest>=8", "pytest-xdist>=3", "pytest-timeout>=2.3", "hypothesis>=6", "wheel", "ctranslate2>=4.5",
                  "jax>=0.4.30", "mkdocs>=1.6,<2", "mkdocs-material>=9.5",
                  "mkdocstrings[python]>=0.26"],
     },
