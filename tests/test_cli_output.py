@@ -25,6 +25,8 @@ def _run(module, *args):
     ("t2t_lite.bin.datagen", ["--problem=wmt_ende", "--data_dir=/tmp/unused",
                               "--raw_dir=/nonexistent/raw"], "t2t_lite-datagen: error: "),
 ])
+@pytest.mark.guarantee("one-line-errors", "each command's error, in a fresh process, is one line "
+                       "without TensorFlow's start-up noise")
 def test_errors_are_one_line_without_tensorflow_noise(module, args, message):
     result = _run(module, *args)
     assert result.returncode == 2
@@ -70,6 +72,8 @@ def _package_error_classes():
     return found
 
 
+@pytest.mark.guarantee("one-line-errors", "every user error class derives from `UserError`, which "
+                       "every command turns into one line")
 def test_every_user_error_derives_from_the_one_base():
     from t2t_lite.errors import UserError
     from t2t_lite.metrics import trees

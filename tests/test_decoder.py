@@ -48,6 +48,9 @@ def run_dir(tmp_path_factory):
 
 
 @pytest.mark.slow  # Out of the fast tier for its time; CI runs every tier.
+@pytest.mark.guarantee("no-data-dropped", "one line per input line in order, an empty line gives "
+                       "an empty line, and an over-long line is truncated to `max_length` with a "
+                       "warning naming the line")
 def test_decode_file_keeps_order_empty_and_long_lines(run_dir, tmp_path, capsys):
     long_line = " ".join(["7"] * 80)  # Longer than tiny's max_length=64.
     lines = ["3 1 4", "", long_line, "2 2", "9 8 7 6 5 4", "0", "5 6 1 2"]

@@ -56,6 +56,8 @@ def _assert_same_update(reference, other):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.guarantee("replicas", "one training step on two replicas gives the weights of one "
+                       "replica with the same global batch (rtol 1e-5)")
 def test_two_replicas_equal_one(hparams):
     batch = _global_batch()
     one = _run(hparams, ["/cpu:0"], [batch])
@@ -65,6 +67,8 @@ def test_two_replicas_equal_one(hparams):
     _assert_same_update(one, two)
 
 
+@pytest.mark.guarantee("replicas", "two accumulated half batches, on one replica and on two, give "
+                       "the update of one whole batch")
 def test_accumulation_equals_one_big_step(hparams):
     batch = _global_batch()
     one = _run(hparams, ["/cpu:0"], [batch])

@@ -88,6 +88,8 @@ def test_bad_tf_config_is_one_line(tmp_path):
 
 
 @pytest.mark.slow  # ~25-35 s: two worker processes.
+@pytest.mark.guarantee("replicas", "two worker processes (MultiWorkerMirroredStrategy) train 10 "
+                       "steps to the weights of one process")
 def test_two_workers_train_in_lockstep_like_one_process(tmp_path):
     outputs = _finish(_start_workers(tmp_path / "cluster", 10, free_ports(2)))
     for code, out in outputs:
@@ -100,6 +102,8 @@ def test_two_workers_train_in_lockstep_like_one_process(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.guarantee("resume", "a worker of two killed: the chief stops with an error, and the "
+                       "cluster resumes from the last checkpoint")
 def test_a_killed_worker_and_the_others_resume_from_the_last_checkpoint(tmp_path):
     output_dir, steps = tmp_path / "cluster", 60
     processes = _start_workers(output_dir, steps, free_ports(2))

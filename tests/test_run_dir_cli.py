@@ -42,6 +42,8 @@ def _files(out):
      "{out} holds a run of problem 'algorithmic_reverse', not 'algorithmic_copy'; use "
      "another --output_dir"),
 ], ids=["another_model", "another_problem"])
+@pytest.mark.guarantee("one-line-errors", "an output directory holding another model or another "
+                       "problem: one line, exit 2")
 def test_another_model_in_the_output_dir_is_one_line(saved_run, problem, overrides, message,
                                                      capsys):
     before = _files(saved_run)

@@ -39,6 +39,9 @@ def _weights(output_dir):
     return [np.array(w) for w in model.weights]
 
 
+@pytest.mark.guarantee("resume", "a run stopped at step 25 and resumed to 40 ends with the "
+                       "weights of a straight 40-step run (same step, learning rate, Adam slots "
+                       "and data order)")
 def test_loss_falls_and_resume_is_exact(tiny_hparams, tmp_path):
     straight, lines = _train(tiny_hparams, tmp_path / "a", 40, log_every_steps=10)
     steps = [line for line in lines if line.startswith("step ")]
@@ -76,6 +79,9 @@ def _cli(*args):
 
 
 @pytest.mark.slow  # ~20-30 s; kept out of `make test` for the 15-minute budget.
+@pytest.mark.guarantee("resume", "the trainer command killed mid-run: every checkpoint on disk is "
+                       "readable, and the first step after the restart uses the learning rate of "
+                       "its step")
 def test_sigkill_then_resume(tmp_path):
     out = str(tmp_path)
     process = subprocess.Popen(
@@ -116,6 +122,8 @@ def test_sigkill_then_resume(tmp_path):
     (["--problem=algorithmic_reverse", "--hparams=tiny", "--hparams_overrides=d_model=x"],
      "bad value for d_model"),
 ])
+@pytest.mark.guarantee("one-line-errors", "unknown problem, unknown hparams set (with 'Did you "
+                       "mean'), unknown hparam, malformed override, bad value")
 def test_cli_errors_are_one_line(args, message, tmp_path, capsys):
     code = trainer_cli.main(args + [f"--output_dir={tmp_path}"])
     err = capsys.readouterr().err.strip()

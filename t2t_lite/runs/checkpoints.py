@@ -121,8 +121,14 @@ def restore_newest_readable(checkpoint, make_manager, output_dir: str, warn=prin
         for name in glob.glob(glob.escape(bad) + ".*"):
             os.replace(name, os.path.join(aside, os.path.basename(name)))
     good = listed[:len(listed) - len(unreadable)]
+    # With their save times, or the rebuilt manager would forget them (it tracks only
+    # checkpoints newer than the last preserved time): they would be neither listed nor
+    # rotated out after the next save.
+    times = getattr(manager, "_maybe_delete", {})
     checkpoint_management.update_checkpoint_state_internal(
-        output_dir, good[-1], good, save_relative_paths=True)
+        output_dir, good[-1], good, save_relative_paths=True,
+        all_model_checkpoint_timestamps=[times[p] for p in good] if times else None,
+        last_preserved_timestamp=getattr(manager, "_last_preserved_timestamp", None))
     warn(f"warning: moved {len(unreadable)} unreadable checkpoint(s) to {aside}; "
          f"resuming from {path}")
     return make_manager(), path

@@ -20,6 +20,8 @@ from t2t_lite.training import trainer
 from t2t_lite.bin import avg_checkpoints, decoder, exporter
 from t2t_lite.runs.checkpoints import CheckpointError
 
+from checkpoint_damage import DAMAGE, truncate
+
 TINY = "dropout_rate=0.0,num_layers=1,d_model=32,d_ff=64,num_heads=2,batch_size=256"
 
 
@@ -39,29 +41,6 @@ def _weights(out, name=None):
     return [np.array(w) for w in model.weights]
 
 
-def _truncate(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    with open(path, "wb") as f:
-        f.write(data[:len(data) // 3])
-
-
-def _scribble(path):
-    with open(path, "r+b") as f:
-        data = bytearray(f.read())
-        for i in range(8, len(data), 7):
-            data[i] ^= 0xA5
-        f.seek(0)
-        f.write(data)
-
-
-DAMAGE = {
-    "truncated data": lambda prefix: _truncate(prefix + ".data-00000-of-00001"),
-    "corrupted index": lambda prefix: _scribble(prefix + ".index"),
-    "missing data": lambda prefix: os.remove(prefix + ".data-00000-of-00001"),
-}
-
-
 @pytest.fixture(scope="module")
 def straight(tmp_path_factory):
     out = tmp_path_factory.mktemp("straight")
@@ -71,6 +50,9 @@ def straight(tmp_path_factory):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("damage", sorted(DAMAGE))
+@pytest.mark.guarantee("damaged-checkpoint", "the trainer command with its newest checkpoint "
+                       "truncated, its index corrupted or its data missing: one warning, a "
+                       "resume from the one before, and the weights of an unbroken run")
 def test_trainer_falls_back_to_the_previous_checkpoint(damage, straight, tmp_path):
     out = tmp_path / "run"
     _train(out, 6)
@@ -87,9 +69,11 @@ def test_trainer_falls_back_to_the_previous_checkpoint(damage, straight, tmp_pat
 
 
 @pytest.mark.slow
+@pytest.mark.guarantee("damaged-checkpoint", "the trainer with no readable checkpoint stops with "
+                       "one `no readable checkpoint` error")
 def test_trainer_with_no_readable_checkpoint_says_so(tmp_path):
     _train(tmp_path, 2)
-    _truncate(str(tmp_path / "ckpt-2.data-00000-of-00001"))
+    truncate(str(tmp_path / "ckpt-2.data-00000-of-00001"))
     with pytest.raises(CheckpointError, match="no readable checkpoint"):
         _train(tmp_path, 4)
 
@@ -99,7 +83,7 @@ def broken(straight, tmp_path_factory):
     """A copy of the straight run whose newest checkpoint (ckpt-8) is truncated."""
     out = tmp_path_factory.mktemp("broken") / "run"
     shutil.copytree(straight, out)
-    _truncate(str(out / "ckpt-8.data-00000-of-00001"))
+    truncate(str(out / "ckpt-8.data-00000-of-00001"))
     return out
 
 
@@ -110,6 +94,8 @@ def _one_error_line(capsys, prog):
 
 
 @pytest.mark.slow
+@pytest.mark.guarantee("damaged-checkpoint", "the decoder command names the unreadable checkpoint "
+                       "in one line, exits 2 and writes nothing")
 def test_decoder_names_the_unreadable_checkpoint(broken, tmp_path, capsys):
     source = tmp_path / "in.txt"
     source.write_text("3 1 4\n")
@@ -122,6 +108,8 @@ def test_decoder_names_the_unreadable_checkpoint(broken, tmp_path, capsys):
 
 
 @pytest.mark.slow
+@pytest.mark.guarantee("damaged-checkpoint", "the averager command names the unreadable "
+                       "checkpoint in one line and exits 2, writing no `averaged/`")
 def test_averager_names_the_unreadable_checkpoint(broken, capsys):
     assert avg_checkpoints.main([f"--output_dir={broken}", "--last=3"]) == 2
     line = _one_error_line(capsys, "t2t_lite-avg-checkpoints")
@@ -131,6 +119,8 @@ def test_averager_names_the_unreadable_checkpoint(broken, capsys):
 
 
 @pytest.mark.slow
+@pytest.mark.guarantee("damaged-checkpoint", "the exporter command names the unreadable "
+                       "checkpoint in one line and exits 2, leaving no export")
 def test_exporter_names_the_unreadable_checkpoint(broken, tmp_path, capsys):
     export_dir = tmp_path / "export"
     assert exporter.main([f"--output_dir={broken}", f"--export_dir={export_dir}"]) == 2

@@ -90,6 +90,12 @@ def _kill_at_moment(processes, process, mode, out, before, indexes, log_path, rn
 
 
 @pytest.mark.slow
+@pytest.mark.guarantee("resume", "10 seeded SIGKILLs (while a checkpoint is written, right after "
+                       "its `.index` appears, while `best/` is written, after a random delay) "
+                       "with dev evaluations on: some kills land mid-checkpoint and mid-`best/`, "
+                       "every listed checkpoint and `best/` reads back whole after each kill, "
+                       "each restart resumes from the newest checkpoint, no staging is left, and "
+                       "the final weights equal an unkilled run's")
 def test_ten_sigkills_then_the_weights_of_an_unkilled_run(tmp_path, processes):
     reference = subprocess.run(trainer_command(tmp_path / "reference", STEPS, *ARGS),
                                capture_output=True, text=True, timeout=600)
