@@ -51,7 +51,7 @@ def test_two_workers_take_the_decision_any_of_them_asks_for():
         for p in processes:
             if p.poll() is None:
                 p.kill()
-                p.wait()
+                p.wait(timeout=60)
     expected = [decision for _, decision in CASES]
     for process, output in zip(processes, outputs):
         assert process.returncode == 0, output[-3000:]

@@ -101,7 +101,8 @@ def test_console_script_version():
         pytest.skip("the console scripts are not installed beside this Python (pip install -e .)")
     from t2t_lite import __version__
 
-    result = subprocess.run([str(script), "--version"], capture_output=True, text=True)
+    result = subprocess.run([str(script), "--version"], capture_output=True, text=True,
+                            timeout=120)
     assert (result.returncode, result.stdout.strip()) == (0, f"t2t_lite-bleu {__version__}")
 
 
@@ -111,7 +112,7 @@ def test_mkdocs_build_strict(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(ROOT / "mkdocs.yml"),
          "-d", str(tmp_path / "site")], capture_output=True, text=True, cwd=ROOT,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"}, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert (tmp_path / "site" / "results" / "index.html").exists()
     assert (tmp_path / "site" / "reference" / "cli" / "t2t_lite-trainer" / "index.html").exists()

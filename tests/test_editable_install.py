@@ -40,7 +40,7 @@ def test_editable_install_with_bundled_pip_and_wheel(tmp_path):
     assert "setup.py develop" not in installed.stdout + installed.stderr
     purelib = pathlib.Path(subprocess.run(
         [str(env / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True, text=True, check=True).stdout.strip())
+        capture_output=True, text=True, check=True, timeout=60).stdout.strip())
     # The dependencies (TensorFlow, ...): this environment's site-packages as a plain path,
     # after the editable install's own finder.
     (purelib / "zz_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")

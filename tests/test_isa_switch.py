@@ -55,7 +55,7 @@ def test_stamp_adds_the_fields_and_keeps_what_rows_have(tmp_path):
 def test_the_scripts_refuse_an_unknown_isa_in_one_line():
     for name in ("train_side_by_side.sh", "decode_side_by_side.sh"):
         done = subprocess.run(["bash", os.path.join(BENCHMARKS, name), "--isa=sse"],
-                              capture_output=True, text=True, check=False)
+                              capture_output=True, text=True, check=False, timeout=120)
         assert done.returncode != 0
         assert "invalid choice: 'sse'" in done.stderr
         assert not os.path.exists(os.path.join(BENCHMARKS, "results",

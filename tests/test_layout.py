@@ -146,3 +146,37 @@ def test_no_library_function_over_sixty_lines():
                 if lines > 60:
                     long.append(f"{module}.{node.name}: {lines} lines")
     assert long == []
+
+
+SUBPROCESS_CALLS = {"run", "check_output", "check_call", "call"}
+
+
+def _unbounded_waits(source: str) -> list[int]:
+    """Lines of `subprocess.run/check_output/...` calls without `timeout=`, and of
+    `.wait()`/`.communicate()` without a timeout."""
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        timed = any(k.arg == "timeout" for k in node.keywords)
+        spawn = (isinstance(node.func.value, ast.Name) and node.func.value.id == "subprocess"
+                 and node.func.attr in SUBPROCESS_CALLS)
+        wait = node.func.attr in ("wait", "communicate") and not node.args
+        if (spawn or wait) and not timed:
+            lines.append(node.lineno)
+    return lines
+
+
+def test_every_subprocess_a_test_starts_is_waited_for_with_a_timeout():
+    """A stuck child (a collective waiting for a dead peer, a pip without network) fails its
+    test instead of holding CI until its hard limit; pytest-timeout bounds the rest."""
+    unbounded = [f"{path.relative_to(ROOT)}:{line}"
+                 for path in sorted((ROOT / "tests").rglob("*.py"))
+                 for line in _unbounded_waits(path.read_text(encoding="utf-8"))]
+    assert unbounded == []
+
+
+def test_the_wait_check_finds_an_unbounded_call():
+    source = ("import subprocess\nsubprocess.run(['x'])\nsubprocess.run(['x'], timeout=9)\n"
+              "p = subprocess.Popen(['x'])\np.wait()\np.wait(timeout=1)\np.communicate()\n")
+    assert _unbounded_waits(source) == [2, 5, 7]

@@ -114,7 +114,7 @@ def test_a_killed_worker_and_the_others_resume_from_the_last_checkpoint(tmp_path
     processes[1].send_signal(signal.SIGKILL)
     # The chief notices its peer is gone and stops with an error (no hang).
     code, out = _finish(processes[:1], timeout=240)[0]
-    processes[1].wait()
+    processes[1].wait(timeout=60)
     assert code != 0, out[-3000:]
     newest = checkpoints.list_checkpoints(str(output_dir))[-1]
     assert int(newest.split("-")[1]) < steps

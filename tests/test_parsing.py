@@ -110,7 +110,7 @@ def test_evalb_metric_reports_errors_as_unparsed():
 
 def _run(*args):
     result = subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True,
-                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     return result
 

@@ -92,7 +92,7 @@ def test_sigkill_then_resume(tmp_path):
     while time.time() < deadline and len(checkpoints.list_checkpoints(out)) < 3:
         time.sleep(0.2)
     process.send_signal(signal.SIGKILL)  # Mid-run, possibly mid-write.
-    process.wait()
+    process.wait(timeout=60)
     names = checkpoints.list_checkpoints(out)
     assert len(names) >= 3
     for name in names:  # Every checkpoint on disk is readable.

@@ -29,16 +29,18 @@ def installed(tmp_path_factory):
     tree = tracked_copy(tmp_path_factory.mktemp("tree"))
     wheels = tmp_path_factory.mktemp("wheels")
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                    "-q", "-w", str(wheels), str(tree)], check=True, capture_output=True)
+                    "-q", "-w", str(wheels), str(tree)], check=True, capture_output=True,
+                   timeout=300)
     (wheel,) = wheels.glob("t2t_lite-*.whl")
     env_dir = tmp_path_factory.mktemp("env")
     venv.create(env_dir, with_pip=False)
     purelib = pathlib.Path(subprocess.run(
         [str(env_dir / "bin" / "python"), "-c",
          "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True, text=True, check=True).stdout.strip())
+        capture_output=True, text=True, check=True, timeout=60).stdout.strip())
     subprocess.run([sys.executable, "-m", "pip", "--python", str(env_dir / "bin" / "python"),
-                    "install", "-q", "--no-deps", str(wheel)], check=True, capture_output=True)
+                    "install", "-q", "--no-deps", str(wheel)], check=True, capture_output=True,
+                   timeout=300)
     # The dependencies: this environment's site-packages as a plain path (its
     # own .pth files, the editable finder among them, are not run from there).
     (purelib / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
