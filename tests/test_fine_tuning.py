@@ -98,6 +98,8 @@ def test_warm_start_copies_weights_and_only_optionally_the_slots(tmp_path, hpara
         np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.guarantee("one-line-errors", "fine-tuning from a run of another model shape "
+                       "or other vocabularies is refused with one line naming each field")
 def test_mismatches_name_the_field_in_one_line(tmp_path, hparams, source_run):
     source = str(source_run[0])
     wider = hparams.override("d_model=64,num_heads=4")
@@ -205,7 +207,9 @@ def test_trainer_fine_tunes_records_where_and_resumes_its_own(tmp_path, hparams,
         _train(hparams, fine, 2, str(tmp_path / "other"), lines)
 
 
-def test_flags_reach_the_options(monkeypatch, tmp_path):
+@pytest.mark.guarantee("one-line-errors", "--init_from_optimizer without --init_from is one "
+                       "line, exit 2")
+def test_flags_reach_the_options(monkeypatch, tmp_path, capsys):
     seen = []
 
     def train(problem, hparams, output_dir, data_dir, options, strategy, log):
@@ -219,11 +223,17 @@ def test_flags_reach_the_options(monkeypatch, tmp_path):
     assert (seen[0].init_from, seen[0].init_from_optimizer) == ("runs/a:best", True)
     assert trainer_cli.main(["--problem=algorithmic_reverse", f"--output_dir={tmp_path}"]) == 0
     assert (seen[1].init_from, seen[1].init_from_optimizer) == (None, False)
-    with pytest.raises(SystemExit):  # argparse's one line: it needs --init_from.
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:  # It needs --init_from: one line, exit 2.
         trainer_cli.main(["--problem=algorithmic_reverse", f"--output_dir={tmp_path}",
                           "--init_from_optimizer"])
+    assert exc.value.code == 2 and capsys.readouterr().err.splitlines() == [
+        "t2t_lite-trainer: error: --init_from_optimizer needs --init_from=RUN_DIR:ckpt-N "
+        "(see t2t_lite-trainer --help)"]
 
 
+@pytest.mark.guarantee("one-line-errors", "the trainer fine-tuning from a run of another "
+                       "model shape prints one line naming the field, exit 2, and writes nothing")
 def test_cli_mismatch_is_one_line(tmp_path, source_run, capsys):
     code = trainer_cli.main([
         "--problem=algorithmic_reverse", "--hparams=tiny",

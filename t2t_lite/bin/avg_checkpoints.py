@@ -16,8 +16,8 @@ from t2t_lite.bin import common
 
 def build_parser() -> argparse.ArgumentParser:
     """The command's flags (its reference page is generated from this parser)."""
-    parser = argparse.ArgumentParser(prog="t2t_lite-avg-checkpoints", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = common.ArgumentParser(prog="t2t_lite-avg-checkpoints", description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--output_dir", required=True, help="the trainer's output_dir")
     parser.add_argument("--last", type=int, default=5, help="average the newest N")
     parser.add_argument("--checkpoints", default=None, help="comma-separated names instead")

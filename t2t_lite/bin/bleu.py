@@ -14,7 +14,7 @@ EXTRA_METRICS = {"chrf": chrf_ter.SacreChrf, "ter": chrf_ter.SacreTer}
 
 def build_parser() -> argparse.ArgumentParser:
     """The command's flags (its reference page is generated from this parser)."""
-    parser = argparse.ArgumentParser(
+    parser = common.ArgumentParser(
         prog="t2t_lite-bleu",
         description="sacreBLEU (to report) and tokenized multi-bleu BLEU with "
         "compound splitting (comparable with the Transformer paper).")

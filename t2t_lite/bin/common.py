@@ -5,18 +5,20 @@ before absl::InitializeLog()", oneDNN notices, "Could not find cuda drivers",
 "failed call to cuInit" on a machine without a GPU) and its Python warnings are
 kept out of the user's way; real errors still show. `-v/--verbose` shows it all.
 An error a user can cause (`t2t_lite.errors.UserError`) becomes one line and exit
-code 2. A flag's default is its options dataclass field's (`field_default`).
+code 2, and so does a flag argparse refuses (`ArgumentParser`). A flag's default is its
+options dataclass field's (`field_default`).
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import dataclasses
 import os
 import re
 import sys
 import tempfile
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 from t2t_lite.errors import UserError
 
@@ -29,6 +31,23 @@ STARTUP_NOISE = re.compile(
     r"absl::InitializeLog|oneDNN custom operations|cudart_stub|cuda_platform|cuInit|"
     r"Could not find cuda drivers|Unable to register cu(DNN|FFT|BLAS) factory|TF-TRT|"
     r"computation_placer|This TensorFlow binary is optimized|rebuild TensorFlow with")
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser whose usage errors are one line on stderr and exit code 2.
+
+    A bad or missing flag value, an unknown flag or a missing required flag prints
+    `PROG: error: MESSAGE (see PROG --help)` instead of the usage block; `--help` and
+    `--version` are argparse's own. Subparsers (`add_subparsers`) are of this class too.
+    """
+
+    def usage_line(self, message: str) -> str:
+        """The one error line for `message` (its whitespace, newlines included, one space)."""
+        return f"{self.prog}: error: {' '.join(str(message).split())} (see {self.prog} --help)"
+
+    def error(self, message: str) -> NoReturn:
+        """Prints `usage_line(message)` to stderr and exits with code 2."""
+        self.exit(2, self.usage_line(message) + "\n")
 
 
 def add_common_flags(parser, verbose: bool = True) -> None:

@@ -36,8 +36,8 @@ from t2t_lite.data.options import VOCAB_TYPES, DatagenOptions
 
 def build_parser() -> argparse.ArgumentParser:
     """The command's flags (its reference page is generated from this parser)."""
-    parser = argparse.ArgumentParser(prog="t2t_lite-datagen", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = common.ArgumentParser(prog="t2t_lite-datagen", description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--problem", required=True, help="registered problem name")
     parser.add_argument("--data_dir", required=True, help="where the vocabulary and shards go")
     parser.add_argument("--raw_dir", default=None, help="local input files (no download)")

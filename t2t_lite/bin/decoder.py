@@ -36,8 +36,8 @@ from t2t_lite.decoding.options import DecodeOptions
 
 def build_parser() -> argparse.ArgumentParser:
     """The command's flags (its reference page is generated from this parser)."""
-    parser = argparse.ArgumentParser(prog="t2t_lite-decoder", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = common.ArgumentParser(prog="t2t_lite-decoder", description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--output_dir", required=True, help="the trainer's output_dir")
     parser.add_argument("--checkpoint", default=None, help="e.g. ckpt-1200 (default newest)")
     parser.add_argument("--data_dir", default=None,

@@ -21,8 +21,8 @@ from t2t_lite.bin import common
 
 def build_parser() -> argparse.ArgumentParser:
     """The command's flags (its reference page is generated from this parser)."""
-    parser = argparse.ArgumentParser(prog="t2t_lite-evalb", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = common.ArgumentParser(prog="t2t_lite-evalb", description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--gold", required=True, help="gold trees, one per line")
     parser.add_argument("--test", required=True, help="parser output, one tree per line")
     parser.add_argument("--prm", default="COLLINS",

@@ -44,8 +44,8 @@ FORMATS = ("saved_model", "ctranslate2")
 
 def build_parser() -> argparse.ArgumentParser:
     """The command's flags (its reference page is generated from this parser)."""
-    parser = argparse.ArgumentParser(prog="t2t_lite-exporter", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = common.ArgumentParser(prog="t2t_lite-exporter", description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--output_dir", required=True, help="the trainer's output_dir")
     parser.add_argument("--export_dir", required=True,
                         help="the export goes to EXPORT_DIR/<version>/")

@@ -18,8 +18,8 @@ from t2t_lite.bin import common
 
 def build_parser() -> argparse.ArgumentParser:
     """The command's flags (its reference page is generated from this parser)."""
-    parser = argparse.ArgumentParser(prog="t2t_lite-plot", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = common.ArgumentParser(prog="t2t_lite-plot", description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--output_dir", required=True, help="the trainer's output_dir")
     parser.add_argument("--output_file", default=None, help="default: OUTPUT_DIR/curves.png")
     common.add_common_flags(parser)

@@ -35,8 +35,8 @@ _eval = functools.partial(common.field_default, EvalOptions)
 
 def build_parser() -> argparse.ArgumentParser:
     """The command's flags (its reference page is generated from this parser)."""
-    parser = argparse.ArgumentParser(prog="t2t_lite-trainer", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = common.ArgumentParser(prog="t2t_lite-trainer", description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--problem", required=True, help="registered problem name")
     parser.add_argument("--hparams", default="base", help="registered hparams set")
     parser.add_argument("--hparams_overrides", default="",

@@ -37,8 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The command's flags (its reference page is generated from this parser)."""
     from t2t_lite.pictures import head_roles as roles
 
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = common.ArgumentParser(prog=PROG, description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--output_dir", required=True, help="the trainer's output_dir")
     parser.add_argument("--input", default=None,
                         help="the source sentence (required unless --head_roles)")
@@ -109,10 +109,11 @@ def _attention(args) -> None:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     problem = _usage_error(args)
     if problem:
-        print(f"{PROG}: error: {problem}", file=sys.stderr)
+        print(parser.usage_line(problem), file=sys.stderr)
         return 2
 
     def run():
