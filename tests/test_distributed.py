@@ -47,6 +47,14 @@ def hparams(tiny_hparams):
     return tiny_hparams
 
 
+@pytest.fixture(scope="module")
+def one_replica():
+    """One step of one replica on the whole global batch: the reference for the module."""
+    hparams = registry.hparams("tiny").override(
+        "dropout_rate=0.0,num_layers=1,d_model=32,d_ff=64,num_heads=2,batch_size=256")
+    return hparams, _run(hparams, ["/cpu:0"], [_global_batch()])
+
+
 def _assert_same_update(reference, other):
     _, ref_weights, ref_loss, ref_tokens = reference
     _, weights, loss, tokens = other
@@ -58,10 +66,9 @@ def _assert_same_update(reference, other):
 
 @pytest.mark.guarantee("replicas", "one training step on two replicas gives the weights of one "
                        "replica with the same global batch (rtol 1e-5)")
-def test_two_replicas_equal_one(hparams):
-    batch = _global_batch()
-    one = _run(hparams, ["/cpu:0"], [batch])
-    two = _run(hparams, ["/cpu:0", "/cpu:1"], [batch], weights=one[0])
+def test_two_replicas_equal_one(one_replica):
+    hparams, one = one_replica
+    two = _run(hparams, ["/cpu:0", "/cpu:1"], [_global_batch()], weights=one[0])
     moved = max(np.abs(a - b).max() for a, b in zip(one[0], one[1]))
     assert moved > 1e-4  # The step did change the weights.
     _assert_same_update(one, two)
@@ -69,9 +76,9 @@ def test_two_replicas_equal_one(hparams):
 
 @pytest.mark.guarantee("replicas", "two accumulated half batches, on one replica and on two, give "
                        "the update of one whole batch")
-def test_accumulation_equals_one_big_step(hparams):
+def test_accumulation_equals_one_big_step(one_replica):
+    hparams, one = one_replica
     batch = _global_batch()
-    one = _run(hparams, ["/cpu:0"], [batch])
     halves = [{k: v[:2] for k, v in batch.items()}, {k: v[2:] for k, v in batch.items()}]
     accumulated = _run(hparams.override("accum_steps=2"), ["/cpu:0"], halves, weights=one[0])
     _assert_same_update(one, accumulated)

@@ -39,20 +39,20 @@ def _weights(output_dir):
     return [np.array(w) for w in model.weights]
 
 
-@pytest.mark.guarantee("resume", "a run stopped at step 25 and resumed to 40 ends with the "
-                       "weights of a straight 40-step run (same step, learning rate, Adam slots "
+@pytest.mark.guarantee("resume", "a run stopped at step 15 and resumed to 30 ends with the "
+                       "weights of a straight 30-step run (same step, learning rate, Adam slots "
                        "and data order)")
 def test_loss_falls_and_resume_is_exact(tiny_hparams, tmp_path):
-    straight, lines = _train(tiny_hparams, tmp_path / "a", 40, log_every_steps=10)
+    straight, lines = _train(tiny_hparams, tmp_path / "a", 30, log_every_steps=10)
     steps = [line for line in lines if line.startswith("step ")]
     losses = [float(line.split("loss ")[1].split()[0]) for line in steps]
-    assert len(losses) == 4 and losses[-1] < losses[0] - 0.3
+    assert len(losses) == 3 and losses[-1] < losses[0] - 0.3, losses
     assert all("tok/s" in line for line in steps)
 
-    _train(tiny_hparams, tmp_path / "b", 25)
-    resumed, lines = _train(tiny_hparams, tmp_path / "b", 40)
-    assert any("resumed from" in line and "at step 25" in line for line in lines)
-    assert resumed.step == 40
+    _train(tiny_hparams, tmp_path / "b", 15)
+    resumed, lines = _train(tiny_hparams, tmp_path / "b", 30)
+    assert any("resumed from" in line and "at step 15" in line for line in lines)
+    assert resumed.step == 30
     # Same step, learning rate, Adam slots and data order: the same weights.
     for a, b in zip(_weights(tmp_path / "a"), _weights(tmp_path / "b")):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
