@@ -108,7 +108,11 @@ def replace_directory(directory: str, fill: Callable[[str], None]) -> None:
         fill(staging)
         if os.path.exists(directory):
             old = tempfile.mkdtemp(prefix=temporary_prefix(base, ASIDE_MARK), dir=parent)
-            os.replace(directory, os.path.join(old, base))
+            try:
+                os.replace(directory, os.path.join(old, base))
+            except BaseException:  # The old one never moved: nothing is aside.
+                os.rmdir(old)
+                raise
         os.replace(staging, directory)
     if old:
         shutil.rmtree(old, ignore_errors=True)
