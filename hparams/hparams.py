@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import types
 import typing
 
@@ -202,11 +203,30 @@ class HParams:
 
     @classmethod
     def from_json(cls, text: str) -> HParams:
-        data = json.loads(text)
+        """The HParams `to_json` wrote (fields it lacks keep their defaults).
+
+        Raises:
+          HParamsError: the text is not a JSON object of HParams fields, or a value is not
+            of its field's type or out of its range.
+        """
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError) as e:
+            raise HParamsError(f"saved hparams are not valid JSON "
+                               f"({' '.join(str(e).split())})") from None
+        return cls.from_dict(data)
+
+    @classmethod
+    def from_dict(cls, data: typing.Any) -> HParams:
+        """The HParams of a dict read from hparams.json (`from_json`'s checks)."""
+        _check(isinstance(data, dict), "saved hparams are not a JSON object")
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
-        _check(not unknown, f"unknown hparams in saved file: {', '.join(unknown)}")
-        return cls(**data)
+        shown = ", ".join(name if name.isidentifier() else repr(name) for name in unknown[:5])
+        _check(not unknown, f"unknown hparams in saved file: {shown}")
+        types_by_name = _field_types()
+        return cls(**{name: _saved_value(name, value, types_by_name[name])
+                      for name, value in data.items()})
 
     def model_shaping_diff(self, other: HParams) -> list[str]:
         """Names and values of the model-shaping fields where self and other differ."""
@@ -259,10 +279,29 @@ def _parse_value(name: str, text: str, annotation) -> typing.Any:
             raise bad from None
     if annotation is float:
         try:
-            return float(text)
+            value = float(text)
         except ValueError:
             raise bad from None
+        if not math.isfinite(value):
+            raise HParamsError(f"bad value for {name}: {text!r} is not a finite float")
+        return value
     return text
+
+
+def _saved_value(name: str, value: typing.Any, annotation) -> typing.Any:
+    """A value read from hparams.json, checked against its field's declared type."""
+    args = typing.get_args(annotation)
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        if value is None and type(None) in args:
+            return None
+        (annotation,) = [a for a in args if a is not type(None)]
+    if annotation is float and type(value) in (int, float) and math.isfinite(value):
+        return float(value)
+    if type(value) is annotation and annotation is not float:
+        return value
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+    raise HParamsError(f"saved hparam {name}: {shown} is not a "
+                       f"{'finite ' if annotation is float else ''}{annotation.__name__}")
 
 
 def parse_overrides(overrides: str) -> dict[str, typing.Any]:

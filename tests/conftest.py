@@ -29,6 +29,53 @@ SHARED = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "sh
 DATA = os.environ.get("T2T_LITE_TEST_DATA") or os.path.join(SHARED, "data")
 
 
+# --- Hypothesis: the same examples in the fast tier, fresh ones in CI -----------------------
+# T2T_LITE_HYPOTHESIS picks the profile. "fast" (the default, `make test`): every property
+# draws the same examples on every run (derandomize). "ci": a seed chosen once per session
+# (T2T_LITE_HYPOTHESIS_SEED, or --hypothesis-seed, else a random one), printed in the header
+# and the summary so a failure replays with `--hypothesis-seed=N`. Exported to the
+# environment before pytest-xdist starts its workers, so every worker draws from that seed.
+# The number of examples is each property's own (its @settings).
+from hypothesis import HealthCheck, settings as hypothesis_settings  # noqa: E402
+
+_HYPOTHESIS_COMMON = dict(deadline=None, database=None, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow,
+                                                 HealthCheck.data_too_large])
+hypothesis_settings.register_profile("fast", derandomize=True, **_HYPOTHESIS_COMMON)
+hypothesis_settings.register_profile("ci", derandomize=False, **_HYPOTHESIS_COMMON)
+HYPOTHESIS_PROFILE = os.environ.get("T2T_LITE_HYPOTHESIS", "fast")
+hypothesis_settings.load_profile(HYPOTHESIS_PROFILE)
+HYPOTHESIS_SEED_ENV = "T2T_LITE_HYPOTHESIS_SEED"
+
+
+@pytest.hookimpl(tryfirst=True)  # Before hypothesis's own plugin reads --hypothesis-seed.
+def pytest_configure(config):
+    if HYPOTHESIS_PROFILE != "ci":
+        return
+    import random
+
+    seed = config.getoption("hypothesis_seed", None) or os.environ.get(HYPOTHESIS_SEED_ENV) \
+        or str(random.SystemRandom().randrange(2**32))
+    config.option.hypothesis_seed = str(seed)
+    os.environ[HYPOTHESIS_SEED_ENV] = str(seed)  # What the xdist workers will inherit.
+
+
+def _hypothesis_line(config) -> str:
+    if HYPOTHESIS_PROFILE != "ci":
+        return f"hypothesis: profile {HYPOTHESIS_PROFILE!r}, fixed examples (derandomized)"
+    seed = config.getoption("hypothesis_seed")
+    return (f"hypothesis: profile 'ci', seed {seed} (replay: T2T_LITE_HYPOTHESIS=ci "
+            f"pytest --hypothesis-seed={seed} ...)")
+
+
+def pytest_report_header(config):
+    return _hypothesis_line(config)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    terminalreporter.write_line(_hypothesis_line(config))
+
+
 from t2t_lite.training.options import EvalOptions  # noqa: E402
 
 # No dev evaluation at the end of a run (for tests whose subject is not evaluation).
@@ -47,8 +94,19 @@ def data_file(*parts, lines=None):
         path = os.path.join(root, relative)
         if os.path.exists(path) and (lines is None or root == DATA or _count(path) >= lines):
             return path
-    pytest.skip(f"needs the real data {relative} under {DATA}; set "
-                "T2T_LITE_TEST_DATA=DIR to a copy of shared/data to run it")
+    _missing_data(f"needs the real data {relative} under {DATA}; set "
+                  "T2T_LITE_TEST_DATA=DIR to a copy of shared/data to run it")
+
+
+# CI (.ci/run) sets T2T_LITE_REQUIRE_DATA=1: a data-bound test whose data is missing fails
+# there instead of skipping, so CI cannot pass with those proofs skipped.
+REQUIRE_DATA = os.environ.get("T2T_LITE_REQUIRE_DATA") == "1"
+
+
+def _missing_data(reason):
+    if REQUIRE_DATA:
+        pytest.fail(f"T2T_LITE_REQUIRE_DATA=1 but the test {reason}", pytrace=False)
+    pytest.skip(reason)
 
 
 def tracked_copy(destination, skip=()):
@@ -62,7 +120,8 @@ def tracked_copy(destination, skip=()):
     root = pathlib.Path(__file__).resolve().parents[1]
     try:
         files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=root,
-                               capture_output=True, text=True, check=True).stdout.split("\n")
+                               capture_output=True, text=True, check=True,
+                               timeout=60).stdout.split("\n")
     except (OSError, subprocess.CalledProcessError):
         pytest.skip("not a git checkout: the install is made from the tracked files")
     for name in filter(None, files):
@@ -119,6 +178,9 @@ def _count(path):
 def needs_data(*paths):
     """Skips a test (or module: `pytestmark = needs_data(...)`) when DATA lacks `paths`."""
     missing = [p for p in paths if not os.path.exists(os.path.join(DATA, p))]
+    if missing and REQUIRE_DATA:
+        raise pytest.UsageError(f"T2T_LITE_REQUIRE_DATA=1 but {', '.join(missing)} is missing "
+                                f"under {DATA}")
     return pytest.mark.skipif(
         bool(missing), reason=f"needs the real data {', '.join(missing)} under {DATA}; "
         "set T2T_LITE_TEST_DATA=DIR to a copy of shared/data to run it")

@@ -66,7 +66,7 @@ def _assert_matches_reference(result, hyps, refs):
 def test_sacrebleu_score_equals_sacrebleu_cli():
     out = subprocess.run(
         [sys.executable, "-m", "sacrebleu", REF, "-i", HYP, "-f", "json",
-         "-w", "4"], capture_output=True, text=True, check=True).stdout
+         "-w", "4"], capture_output=True, text=True, check=True, timeout=120).stdout
     cli = json.loads(out)
     result = bleu.sacrebleu_score(_lines(HYP), _lines(REF))
     assert result.score == pytest.approx(cli["score"], abs=0.01)

@@ -26,11 +26,6 @@ from t2t_lite.bin import common
 from tools.reference_pages import commands
 
 PLACEHOLDER = "/nonexistent/t2t_lite-usage-test"  # A required flag's value; never read.
-GUARANTEE = pytest.mark.guarantee(
-    "one-line-errors",
-    "every command given a bad int, float or choice value, a flag without its value, no "
-    "required flag or an unknown flag prints one line `PROG: error: MESSAGE (see PROG "
-    "--help)` and exits 2")
 
 
 def _module(command: str):
@@ -105,7 +100,11 @@ def _exit_code(main, argv) -> int:
         return e.code
 
 
-@GUARANTEE
+@pytest.mark.guarantee(
+    "one-line-errors",
+    "every command given a bad int, float or choice value, a flag without its value, no "
+    "required flag or an unknown flag prints one line `PROG: error: MESSAGE (see PROG "
+    "--help)` and exits 2")
 @pytest.mark.parametrize("command, argv, names", list(_cases()))
 def test_flag_error_is_one_line(command, argv, names, capfd):
     assert _exit_code(_module(command).main, argv) == 2
@@ -160,7 +159,8 @@ def test_every_command_has_a_missing_path_case():
     assert sorted(MISSING_PATHS) == sorted(commands())
 
 
-@GUARANTEE
+@pytest.mark.guarantee("one-line-errors", "an installed console script given a bad flag prints "
+                       "one line and exits 2")
 def test_console_script_prints_one_line():
     """An installed script, a real process: one stderr line, nothing else, exit 2 (one
     command: a process costs a fraction of a second, and the parsers are the same class)."""

@@ -135,7 +135,7 @@ def test_export_killed_by_sigkill_is_cleaned_up_by_the_next(reverse_run, tmp_pat
     while not (export_dir.is_dir() and os.listdir(export_dir)) and time.time() < deadline:
         time.sleep(0.05)
     process.send_signal(signal.SIGKILL)
-    process.wait()
+    process.wait(timeout=60)
     left = os.listdir(export_dir)
     assert len(left) == 1 and left[0].startswith(f".tmp-export-{process.pid}-"), left
     alive = export_dir / f".tmp-export-{os.getpid()}-running"  # An export still running.

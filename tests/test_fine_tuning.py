@@ -123,7 +123,8 @@ def test_mismatches_name_the_field_in_one_line(tmp_path, hparams, source_run):
 def test_best_holds_no_slots_for_init_from_optimizer(tmp_path, hparams, source_run):
     shutil.copytree(source_run[0], tmp_path / "src")
     model, _ = _fresh_state(hparams)
-    weights.write_weights_dir(model, str(tmp_path / "src" / "best"), {"step": 5}, "best.json")
+    weights.write_weights_dir(model, str(tmp_path / "src" / "best"), {"step": 5, "metric": "bleu", "value": 1.0},
+                              "best.json")
     model, optimizer = _fresh_state(hparams)
     args = (f"{tmp_path / 'src'}:best", hparams, registry.problem("algorithmic_reverse"),
             str(tmp_path / "new"))

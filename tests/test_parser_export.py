@@ -133,7 +133,7 @@ def test_exported_parser_writes_the_decoders_trees(tmp_path, hparams):
     assert exporter_cli.main([f"--output_dir={out}", f"--export_dir={tmp_path / 'export'}",
                               "--beam_size=3"]) == 0
     result = subprocess.run([sys.executable, "-c", LOAD_CODE, str(tmp_path / "export" / "1"),
-                             str(source)], capture_output=True, text=True,
+                             str(source)], capture_output=True, text=True, timeout=300,
                             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
     assert result.returncode == 0, result.stderr[-3000:]
     served = json.loads(result.stdout.strip().splitlines()[-1])

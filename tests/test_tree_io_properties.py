@@ -18,7 +18,7 @@ import sys
 import tempfile
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from t2t_lite import registry
@@ -29,8 +29,7 @@ from t2t_lite.metrics import trees as evalb_trees
 from t2t_lite.parsing import ptb
 from t2t_lite.problems.parsing import TreebankCorpus, TreeFile
 
-SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = settings(max_examples=60)  # The profile (tests/conftest.py) decides the seed.
 
 # --- Tree files: arbitrary bytes, tree-like text, real trees ------------------------------
 
@@ -173,6 +172,7 @@ def test_evalb_scores_deep_and_long_trees(tmp_path, tree):
 
 BRACKET_LABELS = ["S", "NP", "VP", "ADVP", "PRT", "NP-SBJ", "TOP", "S1", "-NONE-"]
 POS_TAGS = ["NN", "DT", ",", ".", "''", "``", "-NONE-", "ADVP", "PRT"]
+KEPT_TAGS = ["NN", "DT", "ADVP", "PRT"]  # Not deleted by COLLINS.prm or new.prm.
 
 
 def random_tree(rnd, leaves):
@@ -189,35 +189,74 @@ def random_tree(rnd, leaves):
     return build(0, len(leaves), 0)
 
 
-def quadratic_counts(gold_line, test_line, params):
-    """Matched and crossing brackets by EVALB's own loops (every pair)."""
-    gold, test = evalb._read(gold_line, params), evalb._read(test_line, params)
-    if len(gold.words) != len(test.words):
-        evalb._fix_quotes(gold, test, params)
-    evalb._massage(gold, params), evalb._massage(test, params)
-    matched = 0
-    for g in (g for g in gold.brackets if g.result != 5):
-        for t in test.brackets:
-            if t.result == 0 and (g.start, g.end) == (t.start, t.end) and \
-                    params.label_eq(g.label, t.label):
-                g.result = t.result = 1
-                matched += 1
+def read_brackets(line, delete):
+    """The test's own reader of a bracketed tree, apart from t2t_lite's: its words as
+    (word, tag) and its brackets as [start, end, label] in the order they open, spans over
+    the words left once preterminals tagged with a `delete` label are dropped."""
+    tokens = re.findall(r"\(|\)|[^\s()]+", line)
+    words, brackets, open_, i = [], [], [], 0
+    while i < len(tokens):
+        if tokens[i] == "(" and tokens[i + 2] != "(":  # (TAG word)
+            if tokens[i + 1] not in delete:
+                words.append((tokens[i + 2], tokens[i + 1]))
+            i += 4
+        elif tokens[i] == "(":
+            open_.append(len(brackets))
+            brackets.append([len(words), None, tokens[i + 1]])
+            i += 2
+        else:
+            brackets[open_.pop()][1] = len(words)
+            i += 1
+    return words, brackets
+
+
+def evalb_by_loops(gold_line, test_line, params):
+    """EVALB's figures by its definitions and its quadratic loops: (status, matched, gold
+    brackets, test brackets, crossing, words, correct tags)."""
+    def same(a, b):  # EQ_LABEL pairs compare equal.
+        return a == b or (a, b) in params.eq_labels or (b, a) in params.eq_labels
+
+    def kept(brackets):  # Function tags cut; empty and deleted brackets dropped.
+        cut = [(s, e, re.split(r"[-=]", label, maxsplit=1)[0]) for s, e, label in brackets]
+        return [(s, e, label) for s, e, label in cut
+                if s < e and not any(same(label, d) for d in params.delete_labels)]
+
+    (gold_words, gold), (test_words, test) = (read_brackets(line, params.delete_labels)
+                                              for line in (gold_line, test_line))
+    if not test_words:
+        return 2, 0, 0, 0, 0, 0, 0  # Skipped.
+    gold, test = kept(gold), kept(test)
+    taken, matched = [False] * len(test), 0
+    for gs, ge, gl in gold:  # Each gold bracket takes the first free test bracket alike.
+        for k, (ts, te, tl) in enumerate(test):
+            if not taken[k] and (gs, ge) == (ts, te) and same(gl, tl):
+                taken[k], matched = True, matched + 1
                 break
-    crossing = sum(t.result != 5 and any(
-        g.result != 5 and (g.start < t.start < g.end < t.end or t.start < g.start < t.end < g.end)
-        for g in gold.brackets) for t in test.brackets)
-    return matched, crossing
+    crossing = sum(any(gs < ts < ge < te or ts < gs < te < ge for gs, ge, _ in gold)
+                   for ts, te, _ in test)
+    tags = sum(same(g[1], t[1]) for g, t in zip(gold_words, test_words))
+    return 0, matched, len(gold), len(test), crossing, len(gold_words), tags
 
 
 @SETTINGS
-@given(st.randoms(use_true_random=False), st.integers(1, 12), st.sampled_from(["COLLINS", "new"]))
-def test_linear_time_matching_and_crossing_agree_with_evalbs_loops(rnd, n, prm):
-    leaves = [f"({rnd.choice(POS_TAGS)} w{i % 4})" for i in range(n)]  # Same tags: no
-    gold, test = random_tree(rnd, leaves), random_tree(rnd, leaves)  # length mismatch.
+@given(st.randoms(use_true_random=False), st.lists(st.integers(1, 12), min_size=1, max_size=2),
+       st.sampled_from(["COLLINS", "new"]))
+def test_evalb_figures_agree_with_evalbs_definitions_and_loops(rnd, lengths, prm):
+    """Linear-time matching and crossing, tag and bracket counts, against the loops above."""
     params = evalb.load_params(prm)
-    sentence = evalb.score_sentence(1, gold, test, params)
-    if sentence.status == 0:
-        assert (sentence.matched, sentence.crossing) == quadratic_counts(gold, test, params)
+    golds, tests = [], []
+    for n in lengths:
+        tags = [rnd.choice(POS_TAGS) for _ in range(n)]  # A kept tag may change in the test
+        test_tags = [rnd.choice(KEPT_TAGS) if t in KEPT_TAGS else t for t in tags]  # tree.
+        golds.append(random_tree(rnd, [f"({t} w{i % 4})" for i, t in enumerate(tags)]))
+        tests.append(random_tree(rnd, [f"({t} w{i % 4})" for i, t in enumerate(test_tags)]))
+    result = evalb.evaluate(golds, tests, params)
+    expected = [evalb_by_loops(g, t, params) for g, t in zip(golds, tests)]
+    assert [(s.status, s.matched, s.gold, s.test, s.crossing, s.words, s.correct_tags)
+            for s in result.sentences] == expected
+    valid = [e for e in expected if e[0] == 0]
+    assert (result.all.matched, result.all.gold, result.all.test) == \
+        tuple(sum(e[k] for e in valid) for k in (1, 2, 3))
 
 
 def _run_evalb(*args):

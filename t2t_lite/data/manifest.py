@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import os
 
-from t2t_lite import atomic
-from t2t_lite.data.shards import SPLITS
+from t2t_lite import atomic, records
+from t2t_lite.data.shards import SPLITS, STATS
 from t2t_lite.data.text_encoder import DataError
 
 
@@ -22,12 +22,34 @@ def manifest_path(data_dir: str, problem_name: str) -> str:
 
 
 def read_manifest(data_dir: str, problem_name: str) -> dict | None:
-    """The datagen manifest of `problem_name` in `data_dir`, None if there is none."""
+    """The datagen manifest of `problem_name` in `data_dir`, None if there is none.
+
+    Raises:
+      RecordError: the file is damaged (one line naming it).
+    """
     path = manifest_path(data_dir, problem_name)
     if not os.path.exists(path):
         return None
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    return read_manifest_file(path)
+
+
+def read_manifest_file(path: str) -> dict:
+    """A manifest: its plan, whether it is complete, and each finished shard's `STATS`.
+
+    Raises:
+      RecordError: not a manifest (one line naming `path`).
+    """
+    fix = "delete it and the shards beside it to rebuild, or use another --data_dir"
+    manifest = records.read_json(path, fix, {"plan": dict, "complete": bool, "shards": dict})
+    for split, shards in manifest["shards"].items():
+        for index, stats in shards.items() if isinstance(shards, dict) else [("", shards)]:
+            if not (index.isascii() and index.isdigit() and isinstance(stats, dict)
+                    and sorted(stats) == sorted(STATS)
+                    and all(records.is_instance(v, (int,)) for v in stats.values())):
+                raise records.RecordError(
+                    f"{path}: shards[{split!r}][{index!r}] is not a shard's statistics "
+                    f"({', '.join(STATS)}: integers); {fix}")
+    return manifest
 
 
 def _differences(old, new, prefix="") -> list[str]:
@@ -57,18 +79,17 @@ class Manifest:
           DataError: data_dir holds shards made with another plan.
         """
         plan = json.loads(json.dumps(plan))
-        old = None
-        if os.path.exists(path):
-            with open(path, encoding="utf-8") as f:
-                old = json.load(f)
         present = [p for split in SPLITS for p in existing_shards(split)]
+        # Without shards a manifest vouches for nothing: it is rewritten, damaged or not.
+        old = read_manifest_file(path) if present and os.path.exists(path) else None
         name, data_dir = plan["problem"], os.path.dirname(path) or "."
         if present and old is None:
             raise DataError(
                 f"{data_dir} holds {name} shards but no {os.path.basename(path)} saying how "
                 "they were made; use another --data_dir or delete them")
         if present and old.get("plan") != plan:
-            diff = ", ".join(_differences(old.get("plan"), plan)) or "plan"
+            diff = ", ".join(d if d.isprintable() else repr(d)
+                             for d in _differences(old.get("plan"), plan)) or "plan"
             raise DataError(
                 f"{data_dir} holds {name} shards made differently (changed: {diff}); use "
                 f"another --data_dir, or delete {os.path.join(data_dir, name)}-* to rebuild")

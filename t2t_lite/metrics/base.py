@@ -107,11 +107,17 @@ def read_lines(path: str) -> list[str]:
     """Lines of a UTF-8 file (hypotheses or references) without their newlines.
 
     Raises:
-      MetricError: the file is not UTF-8 (the message names it and the byte).
+      MetricError: the file is not UTF-8 (the message names it and the first bad byte's
+        offset in the file, counted from 0).
       OSError: the file cannot be read.
     """
+    with open(path, "rb") as f:
+        data = f.read()
     try:
-        with open(path, encoding="utf-8", newline="\n") as f:
-            return [line[:-1] if line.endswith("\n") else line for line in f]
+        text = data.decode("utf-8")  # Whole, so the byte named is the file's own offset.
     except UnicodeDecodeError as e:
-        raise MetricError(f"{path} is not UTF-8 ({e.reason} at byte {e.start})") from e
+        raise MetricError(f"{path} is not UTF-8 ({e.reason} at byte {e.start})") from None
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return lines

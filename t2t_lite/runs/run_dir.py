@@ -17,9 +17,9 @@ from __future__ import annotations
 import json
 import os
 
-from t2t_lite import atomic
+from t2t_lite import atomic, records
 from t2t_lite.errors import UserError
-from t2t_lite.hparams.hparams import HParams
+from t2t_lite.hparams.hparams import HParams, HParamsError
 
 HPARAMS_FILE = "hparams.json"
 PROBLEM_FILE = "problem.json"
@@ -44,32 +44,41 @@ def read_run(output_dir: str) -> tuple[HParams, dict]:
                 f"{path} not found: {output_dir} holds no t2t_lite run; "
                 "pass the --output_dir that t2t_lite-trainer wrote"
             )
-    with open(hparams_path, encoding="utf-8") as f:
-        hparams = HParams.from_json(f.read())
-    with open(problem_path, encoding="utf-8") as f:
-        info = json.load(f)
+    fix = f"the run in {output_dir} is damaged: restore the file or use another --output_dir"
+    try:
+        hparams = HParams.from_dict(records.read_json(hparams_path, fix))
+    except HParamsError as e:
+        raise records.RecordError(f"{hparams_path}: {e}; {fix}") from None
+    info = records.read_json(problem_path, fix, {"problem": str})
     if "vocab_size" in info:  # Written before separate vocabularies: one size.
         info.setdefault("source_vocab_size", info["vocab_size"])
         info.setdefault("target_vocab_size", info.pop("vocab_size"))
+    info.setdefault("data_dir", None)
+    records.check_fields(problem_path, info, {"source_vocab_size": int,
+                                              "target_vocab_size": int,
+                                              "data_dir": (str, type(None))}, fix)
     return hparams, info
 
 
-def read_record(output_dir: str, name: str) -> dict | None:
+def read_record(output_dir: str, name: str, fields=None) -> dict | None:
     """The JSON record file `name` of the run in `output_dir`, None if it has none.
 
     The one reader of a run's small state files (`init_from.json`,
     `t2t_lite.training.early_stopping`'s state), each written atomically.
+    `fields`: name -> type, each required (`t2t_lite.records.read_json`).
+
+    Raises:
+      RecordError: the file is damaged (one line naming it).
     """
     path = os.path.join(output_dir, name)
     if not os.path.exists(path):
         return None
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    return records.read_json(path, "restore it, or use another --output_dir", fields)
 
 
 def read_init_from(output_dir: str) -> dict | None:
     """Where the run in `output_dir` started (`init_from.json`), None if from scratch."""
-    return read_record(output_dir, INIT_FROM_FILE)
+    return read_record(output_dir, INIT_FROM_FILE, {"run_dir": str, "checkpoint": str})
 
 
 def write_init_from(output_dir: str, record: dict) -> None:

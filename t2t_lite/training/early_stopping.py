@@ -30,6 +30,9 @@ from t2t_lite.metrics.base import Score, improvement
 from t2t_lite.runs import run_dir
 
 STATE_FILE = "early_stopping.json"
+# The state's fields and their types (a damaged file is one error naming it).
+STATE_FIELDS = {"metric": str, "step": int, "reference": float, "reference_step": int,
+                "evals_without_improvement": int}
 
 
 class EarlyStoppingError(UserError, ValueError):
@@ -38,7 +41,7 @@ class EarlyStoppingError(UserError, ValueError):
 
 def read_state(output_dir: str) -> dict | None:
     """The saved early-stopping state of the run in `output_dir`, None if none."""
-    return run_dir.read_record(output_dir, STATE_FILE)
+    return run_dir.read_record(output_dir, STATE_FILE, STATE_FIELDS)
 
 
 class EarlyStopping:

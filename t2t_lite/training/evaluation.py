@@ -23,7 +23,6 @@ metric). Early stopping on the same metric is `t2t_lite.training.early_stopping`
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import time
 from typing import Callable
@@ -31,6 +30,7 @@ from typing import Callable
 import numpy as np
 import tensorflow as tf
 
+from t2t_lite import records
 from t2t_lite.data import batching
 from t2t_lite.decoding import decode_policy
 from t2t_lite.decoding.decoder import Decoder
@@ -245,10 +245,20 @@ def first_examples(problem, count: int, split: str = "dev") -> list[dict]:
 
 
 def read_best(output_dir: str) -> dict | None:
-    """The record of `OUTPUT_DIR/best/` (step, metric, value, scores), None if none."""
+    """The record of `OUTPUT_DIR/best/` (step, metric, value, scores), None if none.
+
+    Raises:
+      RecordError: best.json is damaged (one line naming it).
+    """
     path = os.path.join(output_dir, BEST_DIR, BEST_FILE)
     if not os.path.exists(path):
         return None
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    return read_best_file(path)
+
+
+def read_best_file(path: str) -> dict:
+    """A `best.json` record: its step, metric and value checked (RecordError if damaged)."""
+    return records.read_json(
+        path, f"delete {os.path.dirname(path)} and the next dev evaluation writes it again",
+        {"step": int, "metric": str, "value": float})
 

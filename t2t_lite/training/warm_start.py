@@ -42,7 +42,7 @@ from t2t_lite import registry
 from t2t_lite.errors import UserError
 from t2t_lite.runs import run_dir, weights
 from t2t_lite.runs.checkpoints import checkpoint_path
-from t2t_lite.training.evaluation import BEST_FILE
+from t2t_lite.training.evaluation import BEST_FILE, read_best_file
 
 _CHECKPOINT_TAIL = re.compile(r"ckpt-\d+|averaged|best")
 _ITERATIONS_KEY = "_iterations/.ATTRIBUTES/VARIABLE_VALUE"
@@ -122,8 +122,7 @@ def _source_step(path: str) -> int | None:
             return int(reader.get_tensor(key))
     record = os.path.join(os.path.dirname(path), BEST_FILE)
     if os.path.exists(record):  # best/: weights only, its step in best.json.
-        with open(record, encoding="utf-8") as f:
-            return json.load(f).get("step")
+        return read_best_file(record)["step"]
     return None  # averaged/: the mean of several steps.
 
 
