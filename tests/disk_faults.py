@@ -130,21 +130,26 @@ def held_command(held: str, module: str, *args) -> list:
 
 
 def kill_while_held(process, directory, held: str, timeout: float) -> list:
-    """SIGKILLs `process` once a temporary of `held` is in `directory`; the temporaries left.
+    """SIGKILLs `process` once a new temporary of `held` is in `directory`; returns it (a list).
 
-    Asserts the kill landed while the temporary existed: the process was still
-    running when it came, and the temporary is there after it.
+    Call it right after starting `process`: temporaries already there (a
+    killed run's) do not count. Asserts the kill landed while the temporary
+    existed: the process was still running when it came, and the temporary is
+    there after it.
     """
+    stale = set(temporaries_of(directory, held))
+
+    def new():
+        return sorted(set(temporaries_of(directory, held)) - stale)
+
     deadline = time.time() + timeout
-    while time.time() < deadline and process.poll() is None:
-        if temporaries_of(directory, held):
-            break
+    while time.time() < deadline and process.poll() is None and not new():
         time.sleep(0.02)
     assert process.poll() is None, f"the process ended (code {process.returncode}) before " \
         f"writing {held}"
-    assert temporaries_of(directory, held), f"no temporary of {held} in {timeout} s"
+    assert new(), f"no temporary of {held} in {timeout} s"
     process.send_signal(signal.SIGKILL)
     process.wait(timeout=30)
-    left = temporaries_of(directory, held)
+    left = new()
     assert left, f"the temporary of {held} was gone after the kill: it did not land mid-write"
     return left

@@ -46,6 +46,9 @@ def _staging(out):
 
 
 @pytest.mark.slow  # Kept out of `make test` for its 6-minute budget; CI runs it.
+@pytest.mark.guarantee("atomic-writes", "best/ under ENOSPC, while staging and at the rename: "
+                       "the old best/ stays whole (aside, in the second case, until the next "
+                       "trainer run puts it back)")
 def test_full_disk_while_saving_best_keeps_the_old_one(tiny_hparams, tmp_path, monkeypatch):
     out = str(tmp_path)
     _train(tiny_hparams, out, 1)

@@ -4,14 +4,13 @@ import gzip
 import hashlib
 import os
 import re
-import signal
 import subprocess
 import sys
-import time
 
 import pytest
 import tensorflow as tf
 from conftest import data_file
+from disk_faults import held_command, kill_while_held
 
 from t2t_lite.data.options import DatagenOptions
 from t2t_lite import registry
@@ -95,6 +94,9 @@ def test_rerun_skips_finished_shards(raw, tmp_path):
     assert after == before
 
 
+@pytest.mark.guarantee("atomic-writes", "datagen interrupted half-way through a shard leaves "
+                       "no partial shard and no temporary; the rerun removes a stale temporary "
+                       "and gives the bytes of an uninterrupted run")
 def test_interrupted_shard_leaves_no_partial_file_and_resumes(raw, tmp_path, monkeypatch):
     clean = tmp_path / "clean"
     _generate(raw, clean)
@@ -137,29 +139,35 @@ def _die_after(n):
     return write
 
 
+@pytest.mark.guarantee("atomic-writes", "datagen killed (SIGKILL) while a shard sits whole "
+                       "under its temporary name leaves only whole shards under final names; "
+                       "the rerun removes the temporary, skips the whole shards and writes the "
+                       "rest")
 def test_sigkill_leaves_only_whole_shards(tmp_path):
     MULTI30K = data_file("multi30k")
     data_dir = tmp_path / "data"
-    command = [sys.executable, "-m", "t2t_lite.bin.datagen", "--problem=multi30k_ende",
-               f"--data_dir={data_dir}", f"--raw_dir={MULTI30K}", "--vocab_size=1000",
-               "--vocab_sample_size=2000", "--shard_size=500"]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 120
-    while time.time() < deadline and process.poll() is None:
-        if len(shards.shard_files(str(data_dir), "multi30k_ende", "train")[0]) >= 3:
-            break
-        time.sleep(0.05)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
+    held = "multi30k_ende-train-00003-of-00058"  # The disk never syncs the 4th shard.
+    process = subprocess.Popen(
+        held_command(held, "t2t_lite.bin.datagen", "--problem=multi30k_ende",
+                     f"--data_dir={data_dir}", f"--raw_dir={MULTI30K}", "--vocab_size=1000",
+                     "--vocab_sample_size=2000", "--shard_size=500"),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        [temporary] = kill_while_held(process, str(data_dir), held, timeout=120)
+    finally:
+        process.kill()
+        process.wait(timeout=30)
+    assert sum(1 for _ in tf.data.TFRecordDataset(temporary)) == 500  # Killed mid-write.
     paths, count = shards.shard_files(str(data_dir), "multi30k_ende", "train")
-    assert count == 58 and 3 <= len(paths) < 58
+    assert count == 58 and [os.path.basename(p) for p in paths] == [
+        shards.shard_name("multi30k_ende", "train", k, 58) for k in range(3)]
     for path in paths:  # Every shard under its final name is whole.
         assert sum(1 for _ in tf.data.TFRecordDataset(path)) == 500
     problem = registry.problem("multi30k_ende")
     summary = datagen.generate(problem, str(data_dir), MULTI30K, DatagenOptions(
         vocab_size=1000, vocab_sample_size=2000, shard_size=500), log=lambda _: None)
     train = summary.splits[0]
-    assert train.shards_skipped == len(paths) and train.written == 29_000
+    assert train.shards_skipped == 3 and train.written == 29_000
     assert not [n for n in os.listdir(data_dir) if n.startswith(".")]
 
 
