@@ -37,19 +37,58 @@ def tf_config() -> dict:
     """The parsed TF_CONFIG, or {} when unset or empty.
 
     Raises:
-      ClusterError: it is not a JSON object.
+      ClusterError: it is not a JSON object whose "cluster" and "task" TensorFlow can use
+        (`check_tf_config`).
     """
     text = os.environ.get("TF_CONFIG", "").strip()
     if not text:
         return {}
     try:
         config = json.loads(text)
-    except ValueError as e:
-        raise ClusterError(f"TF_CONFIG is not valid JSON ({e}); "
+    except (ValueError, RecursionError) as e:
+        raise ClusterError(f"TF_CONFIG is not valid JSON ({' '.join(str(e).split())}); "
                            "unset it to train on one machine") from None
     if not isinstance(config, dict):
         raise ClusterError("TF_CONFIG must be a JSON object with \"cluster\" and \"task\"")
+    check_tf_config(config)
     return config
+
+
+# TensorFlow's task types (`multi_worker_util`); t2t_lite trains on the chief and workers.
+JOBS = ("chief", "worker", "evaluator", "ps")
+_EXAMPLE = ('e.g. {"cluster": {"worker": ["host1:2222", "host2:2222"]}, '
+            '"task": {"type": "worker", "index": 0}}')
+
+
+def check_tf_config(config: dict) -> None:
+    """Raises ClusterError unless `config`'s "cluster" maps task types to lists of addresses
+    (at most one chief) and its "task" names one of them by type and index."""
+    cluster = config.get("cluster", {})
+    if not isinstance(cluster, dict) or any(
+            job not in JOBS or not isinstance(tasks, list)
+            or not all(isinstance(a, str) and a for a in tasks) for job, tasks in cluster.items()):
+        raise ClusterError(f"TF_CONFIG's \"cluster\" must map each of {', '.join(JOBS)} to a "
+                           f"list of \"host:port\" addresses ({_EXAMPLE})")
+    if len(cluster.get("chief", [])) > 1:
+        raise ClusterError("TF_CONFIG's cluster has more than one chief; make the others "
+                           "workers")
+    task = config.get("task")
+    if task is None:
+        if is_multi_worker(config):
+            raise ClusterError(f"TF_CONFIG has no \"task\" saying which of the cluster's "
+                               f"tasks this process is ({_EXAMPLE})")
+        return
+    if not isinstance(task, dict) or not isinstance(task.get("type"), str) \
+            or type(task.get("index")) is not int:
+        raise ClusterError(f"TF_CONFIG's \"task\" must be {{\"type\": TYPE, \"index\": N}} "
+                           f"({_EXAMPLE})")
+    if cluster and not 0 <= task["index"] < len(cluster.get(task["type"], [])):
+        raise ClusterError(f"TF_CONFIG's task {task['type']!r} {task['index']} is not in its "
+                           f"cluster (which has {_job_counts(cluster)})")
+
+
+def _job_counts(cluster: dict) -> str:
+    return ", ".join(f"{len(tasks)} {job}" for job, tasks in cluster.items()) or "no tasks"
 
 
 def is_multi_worker(config: dict | None = None) -> bool:
@@ -75,8 +114,45 @@ def strategy_from_environment() -> tf.distribute.Strategy:
 _KEY_BASE_STEP = 1000
 
 
+# Replicas on N logical CPU devices (`cpu_replica_devices`): how the tests run the
+# 8 replicas of the paper's 8 GPUs on a machine without them.
+CPU_REPLICAS_ENV = "T2T_LITE_CPU_REPLICAS"
+
+
+def cpu_replica_devices() -> list[str] | None:
+    """The devices T2T_LITE_CPU_REPLICAS=N asks for, "/cpu:0" ... "/cpu:N-1"; None when unset.
+
+    The CPU is split into N logical devices, one replica each, in place of the
+    GPUs. TensorFlow fixes its devices when it starts, so the variable is read
+    when the trainer makes its strategy, before its first op.
+
+    Raises:
+      ClusterError: N is not a whole number of 1 or more, or TensorFlow already
+        started with another number of CPU devices.
+    """
+    text = os.environ.get(CPU_REPLICAS_ENV, "").strip()
+    if not text:
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise ClusterError(f"{CPU_REPLICAS_ENV}={text!r}: expected a whole number of "
+                           "replicas, 1 or more; unset it to train on the GPUs or the CPU")
+    count = int(text)
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    configured = len(tf.config.get_logical_device_configuration(cpu) or [None])
+    if count != configured:
+        try:
+            tf.config.set_logical_device_configuration(
+                cpu, [tf.config.LogicalDeviceConfiguration()] * count)
+        except RuntimeError:
+            raise ClusterError(
+                f"{CPU_REPLICAS_ENV}={count}: TensorFlow already started with {configured} "
+                "CPU device(s); set it before the process runs TensorFlow") from None
+    return [f"/cpu:{i}" for i in range(count)]
+
+
 def local_strategy(devices: list[str] | None = None) -> tf.distribute.MirroredStrategy:
-    """A MirroredStrategy over `devices` (default: all local GPUs, else the CPU).
+    """A MirroredStrategy over `devices` (default: the CPU devices T2T_LITE_CPU_REPLICAS
+    asks for, else all local GPUs, else the CPU).
 
     Every MirroredStrategy numbers its collective ops (the gradient all-reduce)
     from the same group and instance keys, and TensorFlow's collective executor
@@ -86,6 +162,7 @@ def local_strategy(devices: list[str] | None = None) -> tf.distribute.MirroredSt
     that every collective fails. Each strategy made here starts its keys past
     the previous one's, as TensorFlow's own tests do.
     """
+    devices = devices or cpu_replica_devices()
     tf.distribute.MirroredStrategy._collective_key_base += _KEY_BASE_STEP
     return tf.distribute.MirroredStrategy(devices)
 
