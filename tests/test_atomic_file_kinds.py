@@ -14,6 +14,7 @@ in test_export.py and test_ctranslate2_export.py (an export takes a minute).
 import hashlib
 import json
 import os
+import shutil
 import types
 
 import numpy as np
@@ -68,22 +69,36 @@ def vocabs():
 
 
 @pytest.mark.guarantee("atomic-writes", "a vocabulary (BPE or word-level: its .model and "
-                       ".vocab) rewritten on a full disk or with its rename refused keeps the "
-                       "old files whole and leaves no temporary")
+                       ".vocab) rewritten on a full disk or with a rename refused, the fault "
+                       "hitting either file, leaves each file whole (the old .model) and no "
+                       "temporary")
 @pytest.mark.parametrize("kind", ["bpe", "word"])
 @pytest.mark.parametrize("fault", FAULTS)
-def test_vocabulary(kind, fault, vocabs, tmp_path, monkeypatch):
+@pytest.mark.parametrize("hit", [".vocab", ".model"])
+def test_vocabulary(kind, fault, hit, vocabs, tmp_path, monkeypatch):
+    """save_vocab writes the .vocab listing, then the .model: the fault hits the first, or
+    lets the listing through and hits the .model."""
     old, new = vocabs[kind]
     assert old.model_proto != new.model_proto and old.pieces_text() != new.pieces_text()
     path = str(tmp_path / "vocab.p.model")
     datagen_io.save_vocab(old, path)
     before = _hashes(tmp_path)
     assert sorted(before) == ["vocab.p.model", "vocab.p.vocab"]
-    _inject(fault, monkeypatch)
+    datagen_io.save_vocab(new, str(tmp_path / "new" / "vocab.p.model"))
+    after = _hashes(tmp_path / "new")
+    if fault == "full disk":
+        listing = len(new.pieces_text().encode())
+        _inject(fault, monkeypatch, free_bytes=20 if hit == ".vocab" else listing + 20)
+    else:
+        refuse_renames(monkeypatch, lambda src, dst: dst.endswith(hit))
     with pytest.raises(OSError, match="No space left"):
         datagen_io.save_vocab(new, path)
     monkeypatch.undo()
-    assert _hashes(tmp_path) == before  # The old files, whole; nothing else.
+    shutil.rmtree(tmp_path / "new")
+    got = _hashes(tmp_path)
+    assert sorted(got) == sorted(before)  # No temporary left.
+    assert got["vocab.p.model"] == before["vocab.p.model"]  # The old .model, whole.
+    assert got["vocab.p.vocab"] == (before if hit == ".vocab" else after)["vocab.p.vocab"]
     assert SubwordVocab.load(path).model_proto == old.model_proto
     datagen_io.save_vocab(new, path)  # Without the fault the new one is written.
     assert SubwordVocab.load(path).model_proto == new.model_proto
