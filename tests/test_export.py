@@ -9,6 +9,7 @@ import sys
 import numpy as np
 import pytest
 from conftest import NO_EVAL, session_run
+from export_parity import assert_same_ids, best_ids, best_scores
 import tensorflow as tf
 
 from t2t_lite.data.options import DatagenOptions
@@ -47,10 +48,13 @@ def _fresh(code: str, payload) -> dict:
 
 @pytest.fixture(scope="module")
 def reverse_run(tmp_path_factory):
+    """algorithmic_reverse, 200 steps: enough that its outputs differ between inputs (at
+    20 steps beam 3 gave the empty output for every input). Training 200 steps instead
+    of 20 costs about a second (measured: 5.1 s -> 6.2 s; the rest is tracing)."""
     out = tmp_path_factory.mktemp("reverse")
     hparams = registry.hparams("tiny").override(TINY + ",max_length=24")
     trainer.train(registry.problem("algorithmic_reverse"), hparams, str(out),
-                  options=TrainOptions(eval=NO_EVAL, train_steps=20, log_every_steps=100),
+                  options=TrainOptions(eval=NO_EVAL, train_steps=200, log_every_steps=1000),
                   strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=_quiet)
     return str(out)
 
@@ -70,7 +74,43 @@ def _strip(row):
     return strip_ids(np.asarray(row))
 
 
+# The SavedModel's scores against the Decoder's. Measured: the same to the bit, whether
+# traced in-process or loaded in a fresh process.
+SCORE_ATOL = 1e-5
+SHORT_SOURCES = [[10, 8, 7, 1], [4, 5, 2, 2, 2, 3, 1], [7, 1], [8, 11, 9, 8, 7, 7, 11, 1],
+                 [10, 7, 2, 9, 9, 1], [10, 3, 2, 10, 1]]
+
+
+@pytest.mark.guarantee("export-parity", "translate_ids, the function the SavedModel serves "
+                       "(traced in-process for one padded length), gives the decoder's greedy "
+                       "ids for six inputs of a reverse model trained 200 steps, outputs that "
+                       "differ between inputs, and its scores within 1e-5")
+def test_translate_ids_function_gives_the_decoders_ids_for_each_input(reverse_run):
+    """The fast tier's parity check: the module `export.export` saves, its translate_ids
+    traced for max_length 8 (one padded length; the saved one holds 8, 16 and 32 and the
+    slow test below runs it, beam 3, in a fresh process). Greedy is the same search as
+    beam K with K = 1, and the cheapest to trace. Measured: the same ids (5 distinct
+    outputs of 6) and the same scores to the bit."""
+    model, *_ = weights.load_model(reverse_run)
+    options = DecodeOptions(beam_size=1, extra_length=7)
+    batch = np.zeros((len(SHORT_SOURCES), 10), np.int32)  # Extra padding must not matter.
+    for row, ids in enumerate(SHORT_SOURCES):
+        batch[row, :len(ids)] = ids
+    got = export._IdsModule(model, options, 8).translate_ids(tf.constant(batch))
+    want = [best[0] for best in Decoder(model, options).decode(SHORT_SOURCES)]
+    assert_same_ids([_strip(row) for row in got["ids"].numpy()], best_ids(want),
+                    least_distinct=len(want) // 2)
+    np.testing.assert_allclose(got["scores"].numpy(), best_scores(want), rtol=0,
+                               atol=SCORE_ATOL)
+
+
 @pytest.mark.slow  # ~40 s: export, then the SavedModel in a subprocess; out of `make test`.
+@pytest.mark.guarantee("export-parity", "the exported translate_ids, loaded in a fresh process "
+                       "without tensorflow_text and by a TF1 session, gives the decoder's beam-3 "
+                       "ids for six inputs of a reverse model trained 200 steps, outputs that "
+                       "differ between inputs, and its scores within 1e-5")
+@pytest.mark.guarantee("atomic-writes", "an export that fails while saving leaves no partial "
+                       "version in --export_dir")
 def test_translate_ids_matches_decoder_without_tensorflow_text(reverse_run, tmp_path, capsys):
     export_dir = tmp_path / "export"
     assert exporter_cli.main([f"--output_dir={reverse_run}", f"--export_dir={export_dir}",
@@ -89,8 +129,10 @@ def test_translate_ids_matches_decoder_without_tensorflow_text(reverse_run, tmp_
     expected = sources[:5] + [sources[5][:23] + [1]]  # max_length=24: truncated like files.
     options = DecodeOptions(beam_size=3, extra_length=7)
     want = Decoder(model, options).decode(expected)
-    assert [_strip(row) for row in got["ids"]] == [best[0][0] for best in want]
-    np.testing.assert_allclose(got["scores"], [best[0][1] for best in want], atol=1e-4)
+    assert_same_ids([_strip(row) for row in got["ids"]], [best[0][0] for best in want],
+                    least_distinct=len(want) // 2)
+    np.testing.assert_allclose(got["scores"], [best[0][1] for best in want], rtol=0,
+                               atol=SCORE_ATOL)
     # Padded length (the longest row, 24, padded to a power of two: 32) + extra_length.
     assert len(got["ids"][0]) == decode_policy.padded_length(24) + 7 == 39
 
@@ -122,6 +164,9 @@ def test_translate_ids_matches_decoder_without_tensorflow_text(reverse_run, tmp_
 
 
 @pytest.mark.slow  # ~15-25 s; kept out of `make test` for the 15-minute budget.
+@pytest.mark.guarantee("atomic-writes", "an export killed by SIGKILL leaves only its temporary "
+                       "directory, which the next export into the same --export_dir removes (an "
+                       "export still running is left alone)")
 def test_export_killed_by_sigkill_is_cleaned_up_by_the_next(reverse_run, tmp_path):
     import signal
     import time
@@ -153,6 +198,8 @@ def test_export_killed_by_sigkill_is_cleaned_up_by_the_next(reverse_run, tmp_pat
     (["--beam_size=0"], "beam_size must be >= 1"),
     (["--extra_length=-1"], "extra_length >= 0"),
 ])
+@pytest.mark.guarantee("one-line-errors", "the exporter: a missing checkpoint, a directory "
+                       "without a run, bad decoding values")
 def test_errors_are_one_line(reverse_run, tmp_path, args, message, capsys):
     output_dir = reverse_run if args is not None else str(tmp_path / "empty")
     code = exporter_cli.main([f"--output_dir={output_dir}",
@@ -184,7 +231,15 @@ print(json.dumps(result))
 
 
 @pytest.mark.slow  # ~70 s: datagen, training, two exports, decoder and four subprocesses.
+@pytest.mark.guarantee("export-parity", "serving_default (core ops and tensorflow_text), in a "
+                       "fresh process and in TF Serving's session loader, writes t2t_lite-"
+                       "decoder's beam-2 text for 20 sentences of a model trained 200 steps, "
+                       "texts that differ between sentences, and its line for an empty and an "
+                       "over-long input")
 def test_serving_default_translates_text_like_the_decoder(tmp_path, capsys):
+    """A translate_files model trained 200 steps (measured: 2 s more than 3 steps), whose
+    outputs differ between sentences (measured: 20 distinct of 20; asserted: half), so a
+    signature that ignored its input fails."""
     raw, data_dir, out = tmp_path / "raw", tmp_path / "data", tmp_path / "run"
     raw.mkdir()
     # Any parallel text will do (the model is barely trained): the BLEU test data.
@@ -196,7 +251,7 @@ def test_serving_default_translates_text_like_the_decoder(tmp_path, capsys):
                      log=_quiet)
     hparams = registry.hparams("tiny").override(TINY + ",max_length=48")
     trainer.train(problem, hparams, str(out), str(data_dir),
-                  TrainOptions(eval=NO_EVAL, train_steps=3, log_every_steps=100),
+                  TrainOptions(eval=NO_EVAL, train_steps=200, log_every_steps=1000),
                   strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=_quiet)
     export_dir = tmp_path / "export"
     for text_ops in ("core", "tensorflow_text"):  # Versions 1 and 2.
@@ -213,6 +268,7 @@ def test_serving_default_translates_text_like_the_decoder(tmp_path, capsys):
                              f"--decode_to_file={target}", "--beam_size=2",
                              "--extra_length=4"]) == 0
     expected = target.read_text(encoding="utf-8").split("\n")[:-1]
+    assert len(set(expected)) >= len(lines) // 2, expected  # The outputs differ.
     long_line = " ".join(["translation"] * 400)
     batches = {"real": lines, "odd": ["", long_line, "   ", "naïve “quotes” 東京 \u2028 x"]}
     got = _fresh(TEXT_CODE, {"path": str(export_dir / "1"), "batches": batches,

@@ -5,6 +5,7 @@ process without t2t_lite or tensorflow_text."""
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 
@@ -110,21 +111,46 @@ print(json.dumps({"trees": [t.decode("utf-8") for t in out["outputs"].numpy().to
 """
 
 
+def _shape(tree):
+    """A tree with its words left out: `(TOP (NP (DT) (NN)))`."""
+    return re.sub(r"\(([^\s()]+) [^\s()]+\)", r"(\1)", tree)
+
+
+def _shapes_differ(lines, trees):
+    """Whether two lines with the same number of words get trees of different shapes (a
+    tree's words come from its line, so only lines of one length can tell a parser that
+    ignores its input from one that reads it)."""
+    by_length = {}
+    for line, tree in zip(lines, trees):
+        by_length.setdefault(len(line.split()), set()).add(_shape(tree))
+    return any(len(shapes) > 1 for shapes in by_length.values())
+
+
 @pytest.mark.slow  # ~60 s each: a short parsing run, an export and a fresh process.
-@pytest.mark.parametrize("hparams", ["parsing_small_aligned", "parsing_small_chart"])
-def test_exported_parser_writes_the_decoders_trees(tmp_path, hparams):
+@pytest.mark.parametrize("hparams, steps", [("parsing_small_aligned", 50),
+                                            ("parsing_small_chart", 200)])
+@pytest.mark.guarantee("export-parity", "the exported parser (aligned and chart), in a fresh "
+                       "process without t2t_lite and in TF Serving's session loader, writes "
+                       "t2t_lite-decoder's trees for ten lines, trees whose shapes differ "
+                       "between lines of one length, from runs trained until they do")
+def test_exported_parser_writes_the_decoders_trees(tmp_path, hparams, steps):
+    """Trained until the trees depend on the words (at 3 steps the chart parser gave the
+    flat XX tree for every line): 50 steps for the aligned parser, 200 for the chart
+    parser (measured: 1.2 s and 3.6 s more than 3 steps)."""
     raw, data, out = (str(tmp_path / n) for n in ("raw", "data", "out"))
     write_wsj(raw, files_per_section=1, trees_per_file=8)
     _run("t2t_lite.bin.datagen", "--problem=wsj_parsing", f"--data_dir={data}",
          f"--raw_dir={raw}", "--source_vocab_size=300")
     _run("t2t_lite.bin.trainer", "--problem=wsj_parsing", f"--hparams={hparams}",
-         f"--data_dir={data}", f"--output_dir={out}", "--train_steps=3", "--eval_every_steps=0",
+         f"--data_dir={data}", f"--output_dir={out}", f"--train_steps={steps}",
+         "--eval_every_steps=0",
          "--hparams_overrides=num_layers=1,d_model=32,d_ff=64,num_heads=2,max_length=32,"
          "batch_size=512")
     long_line = " ".join(random.Random(1).choice(["the", "dog", "saw", "Zebras", "."])
                          for _ in range(150))  # Cut at max_length: the flat XX tree.
     lines = ["the dog saw a cat .", "The ( Zebra ) fed 42 birds -- naïve “quotes” x-ray", "dog",
-             "", "  spaced\tout   words ", "{ [ f(x) ] } -LRB-", "CATS running quickly", long_line]
+             "", "  spaced\tout   words ", "{ [ f(x) ] } -LRB-", "CATS running quickly",
+             "the cat saw a dog .", "Zebras fed the birds quickly .", long_line]
     source = tmp_path / "lines.txt"
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")
     decoded = tmp_path / "decoded.txt"
@@ -139,6 +165,7 @@ def test_exported_parser_writes_the_decoders_trees(tmp_path, hparams):
     served = json.loads(result.stdout.strip().splitlines()[-1])
     want = decoded.read_text(encoding="utf-8").split("\n")[:len(lines)]
     assert served["trees"] == want
+    assert _shapes_differ(lines, want), want  # The trees depend on the words.
     # A session-based loader (TensorFlow Serving's) runs it too: core ops, variables found.
     session = session_run(tmp_path / "export" / "1", "serving_default",
                           np.array([line.encode("utf-8") for line in lines], dtype=object),
