@@ -14,16 +14,25 @@ def _run(module, *args):
                           text=True, cwd=ROOT, timeout=300)
 
 
+# A fresh process each (TensorFlow's start-up noise comes once a process). The fast tier starts
+# the trainer and the exporter, whose imports are the widest; the other three are slow-tier (the
+# same filter, `common._filtered_stderr`; their one-line errors are also checked in-process in
+# tests/test_cli_usage_errors.py).
+SLOW = pytest.mark.slow
+
+
 @pytest.mark.parametrize("module,args,message", [
     ("t2t_lite.bin.trainer", ["--problem=no_such_problem", "--output_dir=/tmp/unused"],
      "t2t_lite-trainer: error: unknown problem 'no_such_problem'"),
-    ("t2t_lite.bin.avg_checkpoints", ["--output_dir=/nonexistent/run"],
-     "t2t_lite-avg-checkpoints: error: "),
-    ("t2t_lite.bin.decoder", ["--output_dir=/nonexistent/run"], "t2t_lite-decoder: error: "),
+    pytest.param("t2t_lite.bin.avg_checkpoints", ["--output_dir=/nonexistent/run"],
+                 "t2t_lite-avg-checkpoints: error: ", marks=SLOW),
+    pytest.param("t2t_lite.bin.decoder", ["--output_dir=/nonexistent/run"],
+                 "t2t_lite-decoder: error: ", marks=SLOW),
     ("t2t_lite.bin.exporter", ["--output_dir=/nonexistent/run", "--export_dir=/tmp/unused"],
      "t2t_lite-exporter: error: "),
-    ("t2t_lite.bin.datagen", ["--problem=wmt_ende", "--data_dir=/tmp/unused",
-                              "--raw_dir=/nonexistent/raw"], "t2t_lite-datagen: error: "),
+    pytest.param("t2t_lite.bin.datagen", ["--problem=wmt_ende", "--data_dir=/tmp/unused",
+                                          "--raw_dir=/nonexistent/raw"],
+                 "t2t_lite-datagen: error: ", marks=SLOW),
 ])
 @pytest.mark.guarantee("one-line-errors", "each command's error, in a fresh process, is one line "
                        "without TensorFlow's start-up noise")
