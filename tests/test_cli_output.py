@@ -18,25 +18,22 @@ def _run(module, *args):
 # the trainer and the exporter, whose imports are the widest; the other three are slow-tier (the
 # same filter, `common._filtered_stderr`; their one-line errors are also checked in-process in
 # tests/test_cli_usage_errors.py).
-SLOW = pytest.mark.slow
-
-
-@pytest.mark.parametrize("module,args,message", [
+FAST_CASES = [
     ("t2t_lite.bin.trainer", ["--problem=no_such_problem", "--output_dir=/tmp/unused"],
      "t2t_lite-trainer: error: unknown problem 'no_such_problem'"),
-    pytest.param("t2t_lite.bin.avg_checkpoints", ["--output_dir=/nonexistent/run"],
-                 "t2t_lite-avg-checkpoints: error: ", marks=SLOW),
-    pytest.param("t2t_lite.bin.decoder", ["--output_dir=/nonexistent/run"],
-                 "t2t_lite-decoder: error: ", marks=SLOW),
     ("t2t_lite.bin.exporter", ["--output_dir=/nonexistent/run", "--export_dir=/tmp/unused"],
      "t2t_lite-exporter: error: "),
-    pytest.param("t2t_lite.bin.datagen", ["--problem=wmt_ende", "--data_dir=/tmp/unused",
-                                          "--raw_dir=/nonexistent/raw"],
-                 "t2t_lite-datagen: error: ", marks=SLOW),
-])
-@pytest.mark.guarantee("one-line-errors", "each command's error, in a fresh process, is one line "
-                       "without TensorFlow's start-up noise")
-def test_errors_are_one_line_without_tensorflow_noise(module, args, message):
+]
+SLOW_CASES = [
+    ("t2t_lite.bin.avg_checkpoints", ["--output_dir=/nonexistent/run"],
+     "t2t_lite-avg-checkpoints: error: "),
+    ("t2t_lite.bin.decoder", ["--output_dir=/nonexistent/run"], "t2t_lite-decoder: error: "),
+    ("t2t_lite.bin.datagen", ["--problem=wmt_ende", "--data_dir=/tmp/unused",
+                              "--raw_dir=/nonexistent/raw"], "t2t_lite-datagen: error: "),
+]
+
+
+def _check_one_quiet_line(module, args, message):
     result = _run(module, *args)
     assert result.returncode == 2
     lines = result.stderr.splitlines()
@@ -44,6 +41,21 @@ def test_errors_are_one_line_without_tensorflow_noise(module, args, message):
     assert lines[0].startswith(message)
     for noise in ("absl", "cuInit", "cuda", "oneDNN", "I0000", "E0000", "Traceback"):
         assert noise not in result.stderr + result.stdout
+
+
+@pytest.mark.parametrize("module,args,message", FAST_CASES)
+@pytest.mark.guarantee("one-line-errors", "the trainer's and the exporter's errors, in a fresh "
+                       "process, are one line without TensorFlow's start-up noise")
+def test_errors_are_one_line_without_tensorflow_noise(module, args, message):
+    _check_one_quiet_line(module, args, message)
+
+
+@pytest.mark.slow  # Three more fresh TensorFlow processes.
+@pytest.mark.parametrize("module,args,message", SLOW_CASES)
+@pytest.mark.guarantee("one-line-errors", "the averager's, the decoder's and datagen's errors, "
+                       "in a fresh process, are one line without TensorFlow's start-up noise")
+def test_other_commands_errors_are_one_line_without_tensorflow_noise(module, args, message):
+    _check_one_quiet_line(module, args, message)
 
 
 def test_filter_drops_only_startup_noise(capfd, monkeypatch):
