@@ -278,13 +278,15 @@ def _run_steps(s: _Session):
     every = s.options.eval.eval_every_steps
     if step < s.total_steps and _stop_early(s, step):  # A run that stopped early, restarted.
         return step, dev, loss, rate, mfu
+    updated = False  # Each start makes at least one update, however short its budget.
     try:
         while step < s.total_steps:
-            if deadline is not None and cluster.agree(s.strategy, time.time() >= deadline):
+            if updated and deadline is not None and cluster.agree(
+                    s.strategy, time.time() >= deadline):
                 s.progress.message(f"time budget of {s.options.train_minutes:g} minutes "
                                    f"reached at step {step}: saving and stopping")
                 break
-            previous, step = step, _update(s)
+            previous, step, updated = step, _update(s), True
             if step == previous:  # The loss scale overflowed: no update, nothing to save.
                 continue
             if step % s.options.log_every_steps == 0 or step == s.total_steps:
