@@ -1,65 +1,12 @@
-"""The Transformer of Vaswani et al. 2017 (section 3), and the model interface.
+"""The Transformer of Vaswani et al. 2017 (section 3).
 
-The model interface: what a class registered with
-`t2t_lite.registry.register_model(name)` provides, so that the trainer,
-checkpoints, averaging, decoding and export work with it unchanged
-(`hparams.model` names the class; `t2t_lite.runs.weights.build_model` builds it):
-
-- `from_hparams(hparams, source_vocab_size, target_vocab_size=None)`, a
-  classmethod: builds the model and creates its weights (the target vocabulary
-  defaults to the source's).
-- `call(features, training=None)`: features {"inputs": int [B, S],
-  "targets": int [B, T]} -> float32 logits [B, T, V] (teacher forced; the
-  decoder input is the targets shifted right with 0 as the start symbol).
-- `target_vocab_size`: V, an int attribute.
-- `init_cache(inputs, max_decode_length) -> (self_cache, cross_cache)`: encodes
-  int32 sources [B, S] (0-padded, EOS included) and returns two nested
-  structures of tensors whose leaves all have leading dimension B:
-  `self_cache` changes every step and has room for `max_decode_length`
-  positions, `cross_cache` is fixed for the source batch.
-- `decode_step(ids, index, self_cache, cross_cache) -> (logits, self_cache)`:
-  ids int32 [B] (the token at position index - 1, 0 at index 0), index int32
-  scalar (the position predicted) -> float32 logits [B, V] and the new
-  self_cache (same structure and shapes).
-- `grow_self_cache(self_cache, length)`: the self_cache padded to room for
-  `length` positions (decoding grows it 16, 32, ..., L).
-
-Optional, for faster decoding without XLA: `writes_cache_in_place()`, a
-context manager within which traced `decode_step`s update the self_cache in
-place, and `own_self_cache(self_cache)`, a copy into buffers nobody else holds
-(a search owns its cache at each loop's start and never reads a self_cache it
-passed to `decode_step` again); and, for beams sharing one cross_cache row and
-a self_cache of K slots never reordered (`t2t_lite.layers.beam_decoder`):
-`decodes_grouped_beams()`, `beam_self_cache(self_cache, K)`,
-`grow_beam_cache(self_cache, length)`, `decode_beams_step(ids, index,
-self_cache, cross_cache, ancestry)`.
-
-Optional, before training: `adapt(problem)`: takes what the model needs from
-the problem before training, saved with its weights (the trainer calls it right
-after building the model; Keras `fit` users call it themselves).
-
-Optional, for training: `auxiliary_loss` (a float attribute, 0 or absent: none)
-and `call(features, training=True, return_auxiliary_loss=True)` -> (logits, the
-auxiliary loss *summed* over the batch, float32 scalar); the trainer adds it to
-the summed token loss before normalizing by the target tokens.
-
-Optional, for pictures (`t2t_lite-visualize`): `attention_weights(features)` ->
-{"encoder": [B, H, S, S] per layer, "decoder": [B, H, T, T] per layer,
-"cross": [B, H, T, S] per layer}, the softmax weights of the model's own
-forward pass; `Transformer.call(features, return_attention_scores=True)` gives
-them with the logits.
-
-Decoding (`t2t_lite.decoding.search.search`) only uses this interface: it repeats
-the cross_cache leaves for the K beams, and beam search reorders the self_cache
-leaves along their first dimension (grouped beams: only their ancestry).
-Checkpoints name weights by their Keras paths, so a model's weights keep their
-names as long as its layers do.
-
-`Transformer` implements it with shared embeddings (section 3.4) and a
-heads-first self-attention cache [B, H, L, d] per decoder layer; the
-encoder-decoder keys and values [B, H, S, d] are computed once, in the
-cross_cache. Only `keras.ops` is used, so the model runs on any Keras backend.
-Logits are float32 under mixed precision.
+`Transformer` implements the model contract (`t2t_lite.models.contract`) with
+shared embeddings (section 3.4) and a heads-first self-attention cache
+[B, H, L, d] per decoder layer; the encoder-decoder keys and values
+[B, H, S, d] are computed once, in the cross_cache. It declares every
+capability: self_cache writes in place, grouped beams (unless a subclass
+changes the cached decoder) and attention maps. Only `keras.ops` is used, so
+the model runs on any Keras backend. Logits are float32 under mixed precision.
 
 Ids: 0 is padding (and the decoder's start symbol, as in tensor2tensor), 1 is EOS.
 Shapes: B batch, S source length, T target length, H heads, D d_model,
@@ -83,6 +30,7 @@ from t2t_lite.layers.positional_encoding import (
     LearnedPositionalEmbedding,
     SinusoidalPositionalEncoding,
 )
+from t2t_lite.models.contract import Capabilities, FlopProfile, ModelBase
 from t2t_lite.registry import register_model
 
 
@@ -112,26 +60,10 @@ def dtype_of(hparams):
     return None if hparams.dtype_policy == "float32" else hparams.dtype_policy
 
 
-class BuiltFromHParams:
-    """What every model of the seam shares: a subclass' own constructor arguments
-    from hparams (`hparams_kwargs`, none here) and `build_weights`."""
-
-    @classmethod
-    def hparams_kwargs(cls, hparams) -> dict:
-        """A subclass' own constructor arguments from `hparams` (none here)."""
-        del hparams
-        return {}
-
-    def build_weights(self):
-        """Creates every weight by running a one-token batch."""
-        ids = ops.ones((1, 2), dtype="int32")
-        self({"inputs": ids, "targets": ids})
-
-
 @register_model("transformer")
 @keras.saving.register_keras_serializable(package="t2t_lite")
-class Transformer(GroupedBeamsMixin, BuiltFromHParams, keras.Model):
-    """Encoder-decoder Transformer (sections 3.1-3.5); the model interface above.
+class Transformer(GroupedBeamsMixin, ModelBase, keras.Model):
+    """Encoder-decoder Transformer (sections 3.1-3.5); the model contract (`t2t_lite.models.contract`).
 
     Build it with `Transformer.from_hparams(hparams, source_vocab_size,
     target_vocab_size)`.
@@ -302,6 +234,21 @@ class Transformer(GroupedBeamsMixin, BuiltFromHParams, keras.Model):
             return decoded
         logits, scores = decoded
         return logits, {"encoder": encoded[2], **scores}
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """In-place self_cache writes, grouped beams (`decodes_grouped_beams`), attention maps."""
+        return Capabilities(in_place_cache=True, grouped_beams=self.decodes_grouped_beams(),
+                            attention_maps=True)
+
+    def flop_profile(self) -> FlopProfile:
+        """Source tokens go through the encoder layers, target tokens through the decoder
+        layers and the pre-softmax projection (the embeddings are lookups)."""
+        d_model = self.layer_config.d_model
+        projection = self.target_vocab_size * d_model
+        return FlopProfile(sum(layer.count_params() for layer in self.encoder_layers),
+                           sum(layer.count_params() for layer in self.decoder_layers)
+                           + projection, d_model, len(self.decoder_layers))
 
     def attention_weights(self, features):
         """The attention weights of the teacher-forced forward pass (inference mode).

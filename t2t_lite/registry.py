@@ -2,7 +2,7 @@
 
 Problems register with `@register_problem("wmt_ende")`, hparams sets with
 `@register_hparams("big")`, models with `@register_model("transformer")` (the
-interface a model class provides is in `t2t_lite/model.py`'s docstring;
+contract a model class keeps is `t2t_lite.models.contract`;
 `hparams.model` names the class a run builds). The packages `t2t_lite.problems`,
 `t2t_lite.hparams` and `t2t_lite.rnn` (the RNN baselines) and the modules
 `t2t_lite.model` and `t2t_lite.parsing.aligned_model` are imported on the

@@ -132,7 +132,7 @@ def test_problem_metric_reaches_dev_evaluation_and_best_is_kept(tiny_hparams, tm
 @pytest.mark.slow  # Out of the fast tier for its time; CI runs every tier.
 def test_dev_loss_matches_the_loss_of_the_model(tiny_hparams, tmp_path):
     """The dev loss is the per-token smoothed loss of the model on those examples."""
-    from t2t_lite.training.losses import smoothed_cross_entropy_sums
+    from t2t_lite.models.losses import smoothed_cross_entropy_sums
 
     global SCRIPT
     SCRIPT = ScriptedMetric([1.0])

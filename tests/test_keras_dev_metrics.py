@@ -10,7 +10,7 @@ from t2t_lite.metrics import Metric, Score
 from t2t_lite.model import Transformer
 from t2t_lite.problems.algorithmic import AlgorithmicReverse
 from t2t_lite.training.callbacks import DevMetrics
-from t2t_lite.training.losses import LabelSmoothedCrossEntropy
+from t2t_lite.models.losses import LabelSmoothedCrossEntropy
 
 
 class _Scripted(Metric):

@@ -9,7 +9,7 @@ from t2t_lite.training.options import EvalOptions, TrainOptions
 from t2t_lite import registry
 from t2t_lite.training import cluster
 from t2t_lite.training.callbacks import CheckpointAveraging, TransformerLearningRate
-from t2t_lite.training.losses import LabelSmoothedCrossEntropy, smoothed_cross_entropy
+from t2t_lite.models.losses import LabelSmoothedCrossEntropy, smoothed_cross_entropy
 from t2t_lite.model import Transformer
 from t2t_lite.training.schedules import paper_learning_rate
 
@@ -161,7 +161,7 @@ import json, os, signal, sys
 import keras, tensorflow as tf
 from t2t_lite import registry
 from t2t_lite.training.callbacks import TransformerLearningRate
-from t2t_lite.training.losses import LabelSmoothedCrossEntropy
+from t2t_lite.models.losses import LabelSmoothedCrossEntropy
 from t2t_lite.model import Transformer
 
 backup, record, kill_at = sys.argv[1], sys.argv[2], int(sys.argv[3])

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from t2t_lite.training.losses import smoothed_cross_entropy, smoothed_cross_entropy_sums
+from t2t_lite.models.losses import smoothed_cross_entropy, smoothed_cross_entropy_sums
 
 
 def test_hand_computed_case():
@@ -54,7 +54,7 @@ def test_fused_kernel_equals_the_plain_ops_with_gradients(epsilon):
     """TensorFlow's fused kernel gives the backend-neutral ops' sums and gradient."""
     import tensorflow as tf
 
-    from t2t_lite.training import losses
+    from t2t_lite.models import losses
 
     logits, targets = _random_case()
     weights = tf.cast(targets != 0, tf.float32)

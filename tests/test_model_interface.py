@@ -1,4 +1,4 @@
-"""The model interface (t2t_lite/model.py): a second model plugs in with no library edit.
+"""The model contract (t2t_lite/models/contract.py): a second model plugs in with no library edit.
 
 `BagAttention`, defined and registered here, is not a Transformer: its decoder
 state is the running mean of the target embeddings so far (a [B, D] sum as its
@@ -33,6 +33,7 @@ from t2t_lite.runs import run_dir
 from t2t_lite.training import trainer
 from t2t_lite.hparams import HParamsError
 from t2t_lite.model import Transformer
+from t2t_lite.models.contract import ModelBase
 from t2t_lite.problems.algorithmic import AlgorithmicReverse
 from t2t_lite.data.text_encoder import strip_ids
 
@@ -41,7 +42,7 @@ BAG = "model=bag_attention,d_model=16,batch_size=256,max_length=16,extra_length=
 
 
 @registry.register_model("bag_attention")
-class BagAttention(keras.Model):
+class BagAttention(ModelBase, keras.Model):
     """Running mean of target embeddings + one single-head attention over the source."""
 
     def __init__(self, source_vocab_size, target_vocab_size, d_model, **kwargs):

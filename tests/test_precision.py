@@ -20,7 +20,7 @@ from t2t_lite.runs import weights
 from t2t_lite.training import cluster, trainer
 from t2t_lite.training.options import EvalOptions
 from t2t_lite.hparams import HParams, HParamsError
-from t2t_lite.training.losses import smoothed_cross_entropy_sums
+from t2t_lite.models.losses import smoothed_cross_entropy_sums
 from t2t_lite.runs.run_dir import RunDirError
 from t2t_lite.training.train_step import StepRunner
 

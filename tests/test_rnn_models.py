@@ -1,6 +1,6 @@
 """The RNN baselines of the seq2seq lecture (issue 29): rnn_seq2seq, bahdanau, luong.
 
-Each is a registered model on the seam of t2t_lite/model.py: cached decoding
+Each is a registered model on the seam of t2t_lite/models/contract.py: cached decoding
 equals the teacher-forced pass, padding changes nothing, beam 1 is greedy,
 beams re-score, a tiny one of each learns to reverse, and the trainer,
 checkpoints, averaging, decoder and t2t_lite-visualize take them unchanged.

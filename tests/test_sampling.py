@@ -26,7 +26,7 @@ PROBS = {2: [0, 0, 0.4, 0.25, 0.2, 0.1, 0.05, 0.0],
 
 
 class FirstTokenModel:
-    """The model interface (`t2t_lite/model.py`): PROBS[inputs[:, 0]], then EOS."""
+    """The model contract (`t2t_lite/models/contract.py`): PROBS[inputs[:, 0]], then EOS."""
 
     target_vocab_size = V
 

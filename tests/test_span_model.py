@@ -1,5 +1,5 @@
 """The span chart (issue 23): span classes from linearized trees, the span loss, and
-decoding by CKY through the model interface."""
+decoding by CKY through the model contract."""
 
 import collections
 import dataclasses

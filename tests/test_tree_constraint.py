@@ -96,7 +96,7 @@ def _random_model(seed, scale=3.0):
 
 
 class _TableModel:
-    """The model interface over a logits table (`_random_model`)."""
+    """The model contract over a logits table (`_random_model`)."""
 
     target_vocab_size = V
 

@@ -213,13 +213,13 @@ def sample_search(next_fn, initial_cache, streams, max_decode_length, eos_id, te
 
 def sample(model, inputs, max_decode_length: int, *, temperature, top_k=0, top_p=1.0,
            seed=0, num_samples=1, input_keys=None, constraint=None, in_place=False):
-    """N samples per input from the model's cached decoder (the model interface only).
+    """N samples per input from the model's cached decoder (the model contract only).
 
     The encoder runs once per input; its cross_cache and the self_cache are
     repeated for the N samples.
 
     Args:
-      model: a model with the interface of `t2t_lite/model.py`.
+      model: a model with the contract of `t2t_lite/models/contract.py`.
       inputs: int32 [B, S] source ids with EOS, 0-padded.
       temperature, top_k, top_p, seed, num_samples: Python numbers or scalar tensors.
       input_keys: int32 [B], each input's key for the noise; None: 0 .. B-1.

@@ -2,7 +2,7 @@
 
 A pair's score is log p(target | source): the sum over the target's tokens, EOS
 included, of the model's log-softmax at the target id, from one teacher-forced
-forward pass per batch (`model(features)`, the model interface's `call`).
+forward pass per batch (`model(features)`, the model contract's `call`).
 With alpha = 0 the beam's scores are these same log-probabilities, so scoring
 the beam's candidates gives back the beam's scores (for filtering noisy pairs
 or reranking N-best lists: t2t's `--score_file`, marian-scorer). The problem's

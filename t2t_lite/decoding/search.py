@@ -1,6 +1,6 @@
 """The search glue: beam search (or greedy) over a model's cached decoder.
 
-Only the model interface (`t2t_lite/model.py`) is used: `init_cache`,
+Only the model contract (`t2t_lite/models/contract.py`) is used: `init_cache`,
 `decode_step`, `grow_self_cache`, `target_vocab_size`. The maximum output
 length (padded source length + `extra_length`; section 6.1: input length + 50)
 follows `t2t_lite.decoding.decode_policy`, as the exported SavedModel does.
@@ -35,7 +35,7 @@ def search(model, inputs, beam_size: int, alpha: float, max_decode_length: int,
            grouped: bool = False):
     """Beam search (greedy for beam 1) over the model's cached decoder.
 
-    Uses only the model interface (`t2t_lite/model.py`): `init_cache`,
+    Uses only the model contract (`t2t_lite/models/contract.py`): `init_cache`,
     `decode_step`, `grow_self_cache`, `target_vocab_size`. The cross_cache
     (e.g. encoder-decoder keys and values) is computed once, repeated for the K
     beams and closed over by `next_fn`, so only the self_cache travels through
@@ -50,7 +50,7 @@ def search(model, inputs, beam_size: int, alpha: float, max_decode_length: int,
     runs the plain search.
 
     Args:
-      model: a model with the interface of `t2t_lite/model.py`.
+      model: a model with the contract of `t2t_lite/models/contract.py`.
       inputs: int32 [B, S] source ids with EOS, 0-padded.
       in_place: the model's self_cache is written in place when traced in a
         TensorFlow graph (`writes_cache_in_place`); never under XLA.
@@ -65,8 +65,8 @@ def search(model, inputs, beam_size: int, alpha: float, max_decode_length: int,
     """
     lengths = cache_lengths(max_decode_length)
     self_cache, cross_cache = model.init_cache(inputs, lengths[0])
-    grouped = grouped and beam_size > 1 and constraint is None and getattr(
-        model, "decodes_grouped_beams", lambda: False)()
+    grouped = (grouped and beam_size > 1 and constraint is None
+               and model.capabilities.grouped_beams)
     if grouped:
         next_fn, self_cache, growth = grouped_beams_decoder(
             model, self_cache, cross_cache, beam_size, max_decode_length, in_place)
@@ -89,9 +89,15 @@ def search(model, inputs, beam_size: int, alpha: float, max_decode_length: int,
 
 
 def cache_writes(model, in_place: bool):
-    """The model's `writes_cache_in_place()` context if `in_place` and it has one."""
-    enter = getattr(model, "writes_cache_in_place", None) if in_place else None
-    return enter() if enter is not None else contextlib.nullcontext()
+    """The model's `writes_cache_in_place()` context if `in_place` and it declares one."""
+    if in_place and model.capabilities.in_place_cache:
+        return model.writes_cache_in_place()
+    return contextlib.nullcontext()
+
+
+def _own_cache(model, in_place: bool):
+    """The model's `own_self_cache` when the search writes in place and the model declares it."""
+    return model.own_self_cache if in_place and model.capabilities.in_place_cache else None
 
 
 def cached_decoder(model, self_cache, cross_cache, inputs, max_decode_length, constraint=None,
@@ -117,7 +123,7 @@ def cached_decoder(model, self_cache, cross_cache, inputs, max_decode_length, co
     """
     growth = dict(cache_lengths=cache_lengths(max_decode_length),
                   grow_cache=model.grow_self_cache)
-    own = getattr(model, "own_self_cache", None) if in_place else None
+    own = _own_cache(model, in_place)
     if own is not None:
         growth["own_cache"] = own
     if constraint is None:
@@ -177,7 +183,7 @@ def grouped_beams_decoder(model, self_cache, cross_cache, beam_size: int,
 
     growth = dict(cache_lengths=lengths, grow_cache=grow_cache,
                   tile_cache=lambda cache, beam_size: cache, reorder_cache=reorder_cache)
-    own = getattr(model, "own_self_cache", None) if in_place else None
+    own = _own_cache(model, in_place)
     if own is not None:
         growth["own_cache"] = lambda cache: (own(cache[0]), cache[1])
     return next_fn, (model.beam_self_cache(self_cache, beam_size), ancestry), growth

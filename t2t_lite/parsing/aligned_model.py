@@ -49,8 +49,9 @@ Levers for a small treebank (issue 23), off by default:
   sentences longer than 25 words.
 - `tagging_loss` (hparams): an auxiliary POS-tagging loss on the encoder (a
   softmax over the target vocabulary at each word, whose label is the word's
-  slot in the target), weighted and added to the summed token loss by the
-  trainer (`call(..., return_auxiliary_loss=True)`); Keras `fit` trains without it.
+  slot in the target), weighted and added to the summed token loss in the
+  training objective (`loss_sums`, which the trainer calls); Keras `fit` trains
+  without it.
 
 Cached decoding: self_cache is {"layers": the Transformer's per-layer caches,
 "count": int32 [B], k of the position last predicted}, so beam search
@@ -70,6 +71,8 @@ from keras import ops
 from t2t_lite.data.word_classes import CLASS_PIECES
 from t2t_lite.layers.relative_position import RelativePositionBias
 from t2t_lite.model import Transformer, shift_right
+from t2t_lite.models.contract import LossSums
+from t2t_lite.models.losses import smoothed_cross_entropy_sums
 from t2t_lite.registry import register_model
 
 
@@ -85,7 +88,7 @@ class AlignedTransformer(Transformer):
     """`Transformer` whose decoder input also holds the encoder output at its word.
 
     Takes the Transformer's arguments (its `max_length` bounds the count
-    embedding too); the model interface of `t2t_lite/model.py`, with `adapt`.
+    embedding too); the model contract (`t2t_lite.models.contract`), with `adapt`.
     """
 
     def __init__(self, *args, word_class_features=False, tagging_loss=0.0, word_dropout=0.0,
@@ -126,6 +129,8 @@ class AlignedTransformer(Transformer):
             shape=(self.target_vocab_size,), initializer="zeros", dtype="float32",
             trainable=False, autocast=False, name="word_slots")
 
+    token_loss = 1.0  # The weight of the decoder's token loss (span_transformer's to change).
+
     @classmethod
     def hparams_kwargs(cls, hparams) -> dict:
         return {"word_class_features": hparams.word_class_features,
@@ -137,6 +142,21 @@ class AlignedTransformer(Transformer):
         """Creates every weight, the tagger's too, with a one-token batch."""
         ids = ops.ones((1, 2), dtype="int32")
         self({"inputs": ids, "targets": ids}, return_auxiliary_loss=bool(self.auxiliary_loss))
+
+    def loss_sums(self, batch, label_smoothing: float, training: bool = False) -> LossSums:
+        """The Transformer's; in training, the weighted auxiliary loss joins the objective.
+
+        With token_loss 0 (span_transformer: no decoder trains) the logged sums are
+        the auxiliary loss, in training and on dev alike.
+        """
+        if not self.auxiliary_loss or (self.token_loss and not training):
+            return super().loss_sums(batch, label_smoothing, training)
+        logits, auxiliary = self(batch, training=training, return_auxiliary_loss=True)
+        loss, nll, tokens = smoothed_cross_entropy_sums(logits, batch["targets"], label_smoothing)
+        if not self.token_loss:
+            auxiliary = ops.cast(auxiliary, loss.dtype)
+            return LossSums(auxiliary, auxiliary, auxiliary, tokens)
+        return LossSums(self.token_loss * loss + auxiliary, loss, nll, tokens)
 
     def get_config(self):
         config = super().get_config()
@@ -308,7 +328,7 @@ class AlignedTransformer(Transformer):
                 "count": self_cache["count"]}
 
     def decode_step(self, ids, index, self_cache, cross_cache):
-        """One cached decoder step (the model interface).
+        """One cached decoder step (the model contract).
 
         Args:
           ids: int [B], the token at position `index - 1` (0 at index 0); a word

@@ -23,7 +23,7 @@ sum of max(m, 0) over its spans, whose spans with m > 0 (and the root, always)
 keep their best chain; the others dissolve into their parents, so the tree is
 n-ary. `chart.plan_tokens` writes it in the target format,
 `(S (NP NNP NNP )NP (VP VBZ )VP . )S`, and the cached decoder replays that plan
-through the model interface: at a bracket it puts all the mass on the planned
+through the model contract: at a bracket it puts all the mass on the planned
 token, at a word slot it gives the tagger's scores at that word, so the
 search's tree constraint and tag dictionary still choose the tag. Everything
 stays inside the search (and the exported SavedModel's graph).
@@ -49,6 +49,7 @@ from keras import ops
 
 from t2t_lite.parsing import chart
 from t2t_lite.model import shift_right
+from t2t_lite.models.contract import FlopProfile
 from t2t_lite.parsing.aligned_model import AlignedTransformer, source_last
 from t2t_lite.registry import register_model
 
@@ -159,6 +160,15 @@ class SpanTransformer(AlignedTransformer):
         config.update(span_loss=self.span_loss, span_classes=self.span_classes,
                       span_bias=self.span_bias, token_loss=self.token_loss)
         return config
+
+    def flop_profile(self) -> FlopProfile:
+        """The Transformer's; with token_loss 0 only the encoder trains (the chart's span
+        scores are not counted, as no head beyond the stacks is)."""
+        profile = super().flop_profile()
+        if self.token_loss:
+            return profile
+        return FlopProfile(profile.encoder_weights, 0, profile.d_model, len(self.encoder_layers),
+                           decoder=False)
 
     def _decoder_side(self):
         """The layers only the decoder uses (the target embedding unless shared)."""
@@ -324,7 +334,7 @@ class SpanTransformer(AlignedTransformer):
         return self_cache
 
     def decode_step(self, ids, index, self_cache, cross_cache):
-        """The plan's token at `index` as logits (the model interface): all the mass
+        """The plan's token at `index` as logits (the model contract): all the mass
         on a planned bracket or EOS; at a planned word slot, the tagger's logits at
         that word (the search's constraint and tag dictionary choose among them).
 

@@ -89,14 +89,14 @@ def attention_maps(model, source_ids: list[int], target_ids: list[int],
     """Runs the teacher-forced forward pass on one pair and keeps its weights.
 
     Args:
-      model: a model with `attention_weights` (t2t_lite/model.py).
+      model: a model whose capabilities include attention maps (`t2t_lite.models.contract`).
       source_ids, target_ids: id sequences, EOS included.
       labels: (id, "source" | "target") -> the token's label.
 
     Raises:
       ProblemError: the model has no attention weights.
     """
-    if not hasattr(model, "attention_weights"):
+    if not model.capabilities.attention_maps:
         raise ProblemError(f"the {type(model).__name__} model has no attention to draw "
                            "(no attention_weights); train one with attention")
     features = {"inputs": np.array([source_ids], np.int32),

@@ -183,8 +183,8 @@ def encoder_weights(model, inputs: np.ndarray, targets: np.ndarray) -> np.ndarra
     Raises:
       HeadRolesError: the model has no encoder self-attention.
     """
-    probe = getattr(model, "attention_weights", None)
-    weights = probe({"inputs": inputs, "targets": targets}).get("encoder") if probe else None
+    weights = (model.attention_weights({"inputs": inputs, "targets": targets}).get("encoder")
+               if model.capabilities.attention_maps else None)
     if not weights:
         raise HeadRolesError(
             f"the {type(model).__name__} model has no encoder self-attention heads; "
@@ -203,7 +203,7 @@ def head_roles(model, examples, frequencies: np.ndarray, max_length: int = 256,
     """Counts the roles of every encoder head over `examples`.
 
     Args:
-      model: a model with `attention_weights` (t2t_lite/model.py).
+      model: a model whose capabilities include attention maps (`t2t_lite.models.contract`).
       examples: {"inputs", "targets"} id sequences (EOS-terminated, maybe padded).
       frequencies: int [V]: each source id's count in the training split.
       max_length: the model's max_length; longer sequences are cut to it.

@@ -1,4 +1,4 @@
-"""The recurrent models of the seq2seq lecture, registered on the model seam (t2t_lite/model.py).
+"""The recurrent models of the seq2seq lecture, registered on the model seam (t2t_lite/models/contract.py).
 
 - "rnn_seq2seq" (`t2t_lite.rnn.seq2seq`): Sutskever et al. 2014, no attention;
 - "bahdanau" (`t2t_lite.rnn.bahdanau`): Bahdanau, Cho & Bengio 2015;

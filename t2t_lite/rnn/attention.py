@@ -22,6 +22,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
+from t2t_lite.models.contract import Capabilities
 from t2t_lite.rnn.seq2seq import RNNSeq2Seq
 
 SCORES = ("additive", "general", "dot")
@@ -96,6 +97,8 @@ class AttentionSeq2Seq(RNNSeq2Seq):
     source "mask" bool [B, S]. A subclass makes `self.attention` (an
     `AttentionScore`) and defines `_step` and `_readout`.
     """
+
+    capabilities = Capabilities(attention_maps=True)
 
     def _cross_cache(self, encoded):
         values = encoded["outputs"]

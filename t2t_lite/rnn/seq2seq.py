@@ -17,7 +17,7 @@ Bahdanau and Luong models subclass it):
   projection. Teacher-forced `call` runs `_step` over the targets with
   `keras.ops.scan` and reads out every position at once, `decode_step` runs it
   once: the same computation, so cached decoding equals the full forward pass;
-- the model interface (t2t_lite/model.py): the self_cache is the carry (every
+- the model contract (t2t_lite/models/contract.py): the self_cache is the carry (every
   leaf [B, ...], no length axis: `grow_self_cache` returns it unchanged), the
   cross_cache what `_cross_cache` keeps of the encoder (nothing here);
 - embeddings as the Transformer's (`SharedEmbedding`, x sqrt(d_model); one
@@ -35,7 +35,8 @@ import keras
 from keras import ops
 
 from t2t_lite.layers.embedding import SharedEmbedding
-from t2t_lite.model import BuiltFromHParams, check_shared_vocabulary, dtype_of, shift_right
+from t2t_lite.model import check_shared_vocabulary, dtype_of, shift_right
+from t2t_lite.models.contract import ModelBase
 from t2t_lite.registry import register_model
 from t2t_lite.rnn import cells
 from t2t_lite.rnn.encoder import RNNEncoder
@@ -43,7 +44,7 @@ from t2t_lite.rnn.encoder import RNNEncoder
 
 @register_model("rnn_seq2seq")
 @keras.saving.register_keras_serializable(package="t2t_lite")
-class RNNSeq2Seq(BuiltFromHParams, keras.Model):
+class RNNSeq2Seq(ModelBase, keras.Model):
     """Encoder RNN -> final state -> decoder RNN (Sutskever et al. 2014).
 
     Build it with `RNNSeq2Seq.from_hparams(hparams, source_vocab_size, target_vocab_size)`.
@@ -157,7 +158,7 @@ class RNNSeq2Seq(BuiltFromHParams, keras.Model):
         del e
         return self.readout_dropout(cells.top_output(carry["states"]), training=training)
 
-    # --- The model interface ---
+    # --- The model contract ---
     def _logits(self, features):
         return self.softmax_embedding.project(features)
 
@@ -195,7 +196,7 @@ class RNNSeq2Seq(BuiltFromHParams, keras.Model):
         return self_cache
 
     def decode_step(self, ids, index, self_cache, cross_cache):
-        """One decoder step (the model interface).
+        """One decoder step (the model contract).
 
         Args:
           ids: int [B], the token at position `index - 1` (0 at index 0).

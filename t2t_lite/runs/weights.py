@@ -14,6 +14,7 @@ import os
 import tensorflow as tf
 
 from t2t_lite import atomic, registry
+from t2t_lite.models import contract
 from t2t_lite.runs import run_dir
 from t2t_lite.runs.checkpoints import CheckpointError, checkpoint_path
 
@@ -25,10 +26,15 @@ def build_model(hparams, source_vocab_size: int, target_vocab_size: int | None =
 
     Raises:
       RegistryError: no model is registered under that name.
+      ModelContractError: the class lacks a member of the model contract, or declares
+        a capability without its members (`t2t_lite.models.contract`).
       HParamsError: the hparams do not fit the vocabularies (shared_embedding).
     """
     model_class = registry.model(hparams.model)
-    return model_class.from_hparams(hparams, source_vocab_size, target_vocab_size)
+    contract.check_model_class(model_class, hparams.model)
+    model = model_class.from_hparams(hparams, source_vocab_size, target_vocab_size)
+    contract.check_capabilities(model)
+    return model
 
 
 def build_run_model(hparams, info: dict):

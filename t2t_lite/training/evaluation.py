@@ -36,7 +36,6 @@ from t2t_lite.decoding import decode_policy
 from t2t_lite.decoding.decoder import Decoder
 from t2t_lite.decoding.options import DecodeOptions
 from t2t_lite.metrics.base import MetricError, improvement
-from t2t_lite.training.losses import smoothed_cross_entropy_sums
 from t2t_lite.training.options import EvalOptions
 from t2t_lite.problems.base import ProblemError
 
@@ -76,22 +75,17 @@ def best_metric_name(problem, requested: str | None = None) -> str | None:
 
 
 def model_loss_sums(model, batch, label_smoothing):
-    """`smoothed_cross_entropy_sums` of the model in inference mode on `batch`; for a
-    model whose training runs no decoder (span_transformer, token_loss 0), its
-    training loss (the chart's and tagger's) as both sums, as the train step logs it."""
-    if getattr(model, "token_loss", 1.0):
-        return smoothed_cross_entropy_sums(model(batch, training=False), batch["targets"],
-                                           label_smoothing)
-    logits, auxiliary = model(batch, training=False, return_auxiliary_loss=True)
-    _, _, tokens = smoothed_cross_entropy_sums(logits, batch["targets"], label_smoothing)
-    return auxiliary, auxiliary, tokens
+    """(loss, NLL, tokens) sums of the model in inference mode on `batch`: its own logged
+    sums (the model contract's `loss_sums`), as the train step logs them."""
+    sums = model.loss_sums(batch, label_smoothing, training=False)
+    return sums.loss, sums.nll, sums.tokens
 
 
 def mean_loss(model, hparams, dataset, loss_sums=None) -> tuple[float, float]:
     """(smoothed loss, NLL) per non-padding target token of an unbatched dataset.
 
     Batched as the trainer batches (`hparams` tokens and buckets), nothing
-    dropped. `loss_sums`: fn(batch) -> `smoothed_cross_entropy_sums` of the
+    dropped. `loss_sums`: fn(batch) -> (loss, NLL, tokens) sums of the
     model on it (e.g. a traced one); by default the model in inference mode.
     """
     if loss_sums is None:

@@ -45,18 +45,7 @@ class FlopCounter:
     @classmethod
     def for_model(cls, model) -> FlopCounter:
         """The counter of a t2t_lite `Transformer`; else 6 x all weights x target tokens."""
-        encoder = getattr(model, "encoder_layers", None)
-        decoder = getattr(model, "decoder_layers", None)
-        if encoder is None or decoder is None:
-            return cls(0, model.count_params())
-        d_model = model.layer_config.d_model
-        encoder_weights = sum(layer.count_params() for layer in encoder)
-        if not getattr(model, "token_loss", 1.0):  # Only the encoder trains (and the chart,
-            # whose span scores are not counted, as no head beyond the stacks is).
-            return cls(encoder_weights, 0, d_model, len(encoder), decoder=False)
-        projection = model.target_vocab_size * d_model
-        return cls(encoder_weights, sum(layer.count_params() for layer in decoder) + projection,
-                   d_model, len(decoder))
+        return cls(**dataclasses.asdict(model.flop_profile()))
 
     def train_flops(self, batch: int, source_length: int, target_length: int) -> float:
         """FLOPs of one training step on a [batch, source_length] -> [batch, target_length] batch."""

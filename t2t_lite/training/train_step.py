@@ -22,7 +22,6 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from t2t_lite.training.losses import smoothed_cross_entropy_sums
 
 SUM = tf.distribute.ReduceOp.SUM
 
@@ -62,8 +61,6 @@ class StepRunner:
         self.optimizer = optimizer
         self.strategy = strategy
         self.label_smoothing = label_smoothing
-        # span_transformer weighs the decoder's token loss (0: not trained).
-        self.token_loss = float(getattr(model, "token_loss", 1.0))
         self.accum_steps = accum_steps
         self.variables = model.trainable_variables
         self.accumulators = []
@@ -91,22 +88,13 @@ class StepRunner:
     def _gradients(self, batch):
         """Per replica: gradients of the summed loss, and the loss sums."""
         with tf.GradientTape() as tape:
-            auxiliary = 0.0
-            if getattr(self.model, "auxiliary_loss", 0.0):
-                logits, auxiliary = self.model(batch, training=True, return_auxiliary_loss=True)
-            else:
-                logits = self.model(batch, training=True)
-            loss_sum, nll_sum, tokens = smoothed_cross_entropy_sums(
-                logits, batch["targets"], self.label_smoothing
-            )
-            scaled = self.token_loss * loss_sum + auxiliary
-            if not self.token_loss:  # No decoder trains: log the chart's and tagger's loss.
-                loss_sum = nll_sum = tf.cast(auxiliary, loss_sum.dtype)
-            # Otherwise the logged loss stays the targets' own.
+            # The model's own objective and logged sums (the model contract's `loss_sums`).
+            sums = self.model.loss_sums(batch, self.label_smoothing, training=True)
+            scaled = sums.objective
             if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
                 scaled = self.optimizer.scale_loss(scaled)
         grads = tape.gradient(scaled, self.variables)
-        return grads, loss_sum, nll_sum, tokens
+        return grads, sums.loss, sums.nll, sums.tokens
 
     def _replica_rows(self, batch):
         """This replica's contiguous share of the rows of the global batch."""

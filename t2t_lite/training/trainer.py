@@ -79,8 +79,7 @@ def build_state(problem, hparams, strategy, seed=1234):
     keras.utils.set_random_seed(seed)
     with strategy.scope():
         model = build_model(hparams, problem.source_vocab_size, problem.target_vocab_size)
-        if hasattr(model, "adapt"):  # What the model takes from the problem (model.py).
-            model.adapt(problem)
+        model.adapt(problem)  # What the model takes from the problem (its contract).
         optimizer = make_optimizer(hparams)
         optimizer.build(model.trainable_variables)
     return model, optimizer
