@@ -23,6 +23,7 @@ import tensorflow as tf
 from conftest import NO_EVAL
 from disk_faults import enospc, full_disk, refuse_renames
 
+from t2t_lite.runs.run import Run
 from t2t_lite import registry
 from t2t_lite.bin import decoder
 from t2t_lite.data import datagen_io, shards
@@ -184,8 +185,7 @@ def run(tmp_path_factory):
     problem = registry.problem("algorithmic_reverse")
     run_dir.prepare_run(out, registry.hparams("tiny").override(HPARAMS), problem.name,
                         problem.source_vocab_size, problem.target_vocab_size)
-    hparams, info = run_dir.read_run(out)
-    return types.SimpleNamespace(dir=out, model=weights.build_run_model(hparams, info))
+    return types.SimpleNamespace(dir=out, model=Run.open(out).build_model())
 
 
 def _values(model):

@@ -8,6 +8,7 @@ import pytest
 from conftest import NO_EVAL
 import tensorflow as tf
 
+from t2t_lite.runs.run import Run
 from t2t_lite.training.options import TrainOptions
 from t2t_lite import registry
 from t2t_lite.runs import averaging
@@ -35,7 +36,7 @@ def run(tmp_path_factory):
 
 
 def _weights(run, name):
-    model, *_ = weights.load_model(run, name)
+    model = Run.open(run).model(name)
     return [np.array(w) for w in model.weights]
 
 
@@ -88,4 +89,4 @@ def test_truncated_checkpoint_fails_cleanly(run, tmp_path, capsys):
 def test_missing_averaged_says_what_to_do(tmp_path):
     out = _train(tmp_path / "fresh", 3)
     with pytest.raises(CheckpointError, match="t2t_lite-avg-checkpoints"):
-        weights.load_model(out, "averaged")
+        Run.open(out).model("averaged")

@@ -19,6 +19,7 @@ import os
 import pytest
 import tensorflow as tf
 
+from t2t_lite.runs.run import Run
 from t2t_lite import registry
 from t2t_lite.runs import weights
 from t2t_lite.training import trainer
@@ -52,7 +53,7 @@ def _staging(out):
 def test_full_disk_while_saving_best_keeps_the_old_one(tiny_hparams, tmp_path, monkeypatch):
     out = str(tmp_path)
     _train(tiny_hparams, out, 1)
-    model, *_ = weights.load_model(out)
+    model = Run.open(out).model()
     best = os.path.join(out, "best")
     weights.write_weights_dir(model, best, {"step": 1, "metric": "m", "value": 1.0}, BEST_FILE)
     old = _tree_hash(best)
@@ -88,4 +89,4 @@ def test_full_disk_while_saving_best_keeps_the_old_one(tiny_hparams, tmp_path, m
 
     _train(tiny_hparams, out, 1)  # The next run starts (nothing left to train): best/ is back.
     assert _tree_hash(best) == old and not _staging(out)
-    weights.load_model(out, "best")  # Whole: it loads.
+    Run.open(out).model("best")  # Whole: it loads.

@@ -33,7 +33,7 @@ from t2t_lite.data.options import DatagenOptions
 from t2t_lite.data.text_encoder import train_vocab
 from t2t_lite.decoding import decode_policy
 from t2t_lite.runs import run_dir, weights
-from t2t_lite.runs.load import load_run
+from t2t_lite.runs.run import Run
 from t2t_lite.serving import ctranslate2_export as c2
 from t2t_lite.serving import ctranslate2_serving as c2s
 from t2t_lite.training import trainer
@@ -83,10 +83,10 @@ def tiny(tmp_path_factory):
     trainer.train(problem, registry.hparams("tiny").override(TINY), str(out), str(data),
                   TrainOptions(eval=NO_EVAL, train_steps=200, log_every_steps=1000),
                   strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=_quiet)
-    run = load_run(str(out))
+    run = Run.open(str(out))
     float32 = c2.export_ctranslate2(str(out), str(root / "export"))
     return SimpleNamespace(root=root, data=str(data), out=str(out), run=run,
-                           problem=run.problem, float32=float32.path)
+                           model=run.model(), problem=run.problem, float32=float32.path)
 
 
 def _load(path):
@@ -133,7 +133,7 @@ def test_greedy_gives_t2t_lite_ids_scores_and_text(tiny):
     lines = [line for line in _lines(data_file(*NEWSTEST, lines=200), 200)
              if len(tiny.problem.encode(line)) >= 16]
     sources = [tiny.problem.encode(line) for line in lines]
-    want = t2t_decode(tiny.run.model, tiny.run.hparams, sources, beam_size=1)
+    want = t2t_decode(tiny.model, tiny.run.hparams, sources, beam_size=1)
     model = _load(tiny.float32)
     got = c2s.translate_ids(model, sources, beam_size=1)
     assert len(sources) == 199
@@ -156,7 +156,7 @@ def test_beam4_alpha0_gives_t2t_lite_ids_and_scores(tiny):
     most 2.3e-5 apart), so every sentence must get the same ids."""
     lines = _lines(data_file(*NEWSTEST, lines=600), 600)
     sources = one_bucket(tiny.problem, tiny.run.hparams, lines, 64, 64)
-    want = t2t_decode(tiny.run.model, tiny.run.hparams, sources, beam_size=4, alpha=0.0)
+    want = t2t_decode(tiny.model, tiny.run.hparams, sources, beam_size=4, alpha=0.0)
     got = c2s.translate_ids(_load(tiny.float32), sources, beam_size=4, length_penalty=0.0)
     assert len(sources) == 64
     assert_same_ids(best_ids(got), best_ids(want), least_distinct=len(want) // 8)
@@ -179,7 +179,7 @@ def test_alpha_maps_to_the_length_penalty_that_gives_t2t_lite_beams(tiny):
     lines = _lines(data_file(*NEWSTEST, lines=600), 600)
     sources = [tokens for bucket in (32, 64)
                for tokens in one_bucket(tiny.problem, tiny.run.hparams, lines, 64, bucket)]
-    want = t2t_decode(tiny.run.model, tiny.run.hparams, sources, beam_size=4, alpha=0.6)
+    want = t2t_decode(tiny.model, tiny.run.hparams, sources, beam_size=4, alpha=0.6)
     model = _load(tiny.float32)
     got = c2s.translate_ids(model, sources, beam_size=4)  # t2t_lite.json's length_penalty.
     assert len(sources) == 123

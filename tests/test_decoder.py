@@ -11,6 +11,7 @@ import pytest
 from conftest import NO_EVAL
 import tensorflow as tf
 
+from t2t_lite.runs.run import Run
 from t2t_lite.data.options import DatagenOptions
 from t2t_lite.training.options import TrainOptions
 from t2t_lite import registry
@@ -68,7 +69,7 @@ def test_decode_file_keeps_order_empty_and_long_lines(run_dir, tmp_path, capsys)
     # Each line is what decoding its input alone gives (the long one as truncated:
     # 63 tokens + EOS), so a shuffled output fails; the outputs differ, so it would.
     problem = registry.problem("algorithmic_reverse")
-    model, *_ = weights.load_model(run_dir)
+    model = Run.open(run_dir).model()
     alone = Decoder(model, DecodeOptions(beam_size=2, batch_size=1))
     for line, output in zip(lines, got):
         if line:
@@ -128,7 +129,7 @@ class _ReverseWithOwnMetric(AlgorithmicReverse):
 def test_problems_own_metric_reaches_the_decoder(tmp_path, capsys):
     run = _train("test_reverse_with_own_metric", tmp_path / "run", 2)
     problem = registry.problem("test_reverse_with_own_metric")
-    model, *_ = weights.load_model(run)
+    model = Run.open(run).model()
     report = decode_split(problem, model, "test",
                                    DecodeOptions(beam_size=1, batch_size=40))
     assert len(report.sources) == len(report.hypotheses) == len(report.references) == 40
@@ -161,7 +162,7 @@ def test_problems_own_metric_reaches_the_decoder(tmp_path, capsys):
 
 @pytest.mark.slow  # Out of the fast tier for its time; CI runs every tier.
 def test_batched_equals_one_by_one_and_beam1_equals_greedy(run_dir):
-    model, *_ = weights.load_model(run_dir)
+    model = Run.open(run_dir).model()
     rng = np.random.default_rng(0)
     sources = [list(rng.integers(2, 12, n)) + [1] for n in (3, 9, 1, 12, 5)]
     options = DecodeOptions(beam_size=4, batch_size=5, return_beams=True)

@@ -26,6 +26,7 @@ import pytest
 import tensorflow as tf
 
 import eight_replicas_worker as worker
+from t2t_lite.runs.run import Run
 from t2t_lite.bin import trainer as trainer_cli
 from t2t_lite.runs import checkpoints, weights
 from t2t_lite.training import cluster
@@ -139,7 +140,7 @@ def test_eight_replica_trainer_resumes_exactly_after_a_kill(runs, tmp_path):
     line = [x for x in resumed.splitlines() if x.startswith(f"step {last + 1}/")][0]
     rate = float(runs[1]["rates"][last])  # Step last + 1's rate in the unbroken runs.
     assert float(line.split("lr ")[1].split()[0]) == pytest.approx(rate, rel=1e-3)
-    model, *_ = weights.load_model(out)
+    model = Run.open(out).model()
     for reference in (runs[worker.REPLICAS], runs[1]):
         diff = max(np.abs(w.numpy() - r).max()
                    for w, r in zip(model.weights, _numbered(reference, "w")))

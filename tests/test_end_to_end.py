@@ -3,6 +3,7 @@
 import pytest
 import tensorflow as tf
 
+from t2t_lite.runs.run import Run
 from t2t_lite.training.options import TrainOptions
 from t2t_lite import registry
 from t2t_lite.runs import averaging
@@ -27,7 +28,7 @@ def _train(problem_name, overrides, steps, output_dir, **options):
 def test_copy_learns_quickly(tmp_path):
     problem = _train("algorithmic_copy", DEMO + ",num_layers=1,d_model=64,d_ff=128",
                      300, tmp_path)
-    model, *_ = weights.load_model(str(tmp_path))
+    model = Run.open(str(tmp_path)).model()
     report = decode_split(problem, model, "test",
                                    DecodeOptions(beam_size=1, batch_size=500))
     assert report.score("exact_match").value >= 90.0
@@ -40,7 +41,8 @@ def test_demo_reaches_99_percent(tmp_path):
     problem = _train("algorithmic_reverse", DEMO, 1400, out, save_checkpoints_steps=50,
                      keep_checkpoint_max=5)
     averaging.average(out, averaging.choose(out, last=5))
-    model, hparams, *_ = weights.load_model(out, "averaged")
+    opened = Run.open(out)
+    model, hparams = opened.model("averaged"), opened.hparams
     report = decode_split(problem, model, "test",
                                    DecodeOptions.from_hparams(hparams, batch_size=250))
     assert len(report.hypotheses) == 1000

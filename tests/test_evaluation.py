@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from t2t_lite.runs.run import Run
 from t2t_lite.training.options import EvalOptions, TrainOptions
 from t2t_lite import registry
 from t2t_lite.runs import weights
@@ -101,9 +102,9 @@ def test_problem_metric_reaches_dev_evaluation_and_best_is_kept(tiny_hparams, tm
     # best/ holds the step-10 weights (the highest metric), and says so.
     record = json.load(open(tmp_path / "best" / "best.json"))
     assert record["step"] == 10 and record["metric"] == "scripted" and record["value"] == 30.0
-    best, *_ = weights.load_model(str(tmp_path), "best")
-    at_10, *_ = weights.load_model(str(tmp_path), "ckpt-10")
-    at_15, *_ = weights.load_model(str(tmp_path), "ckpt-15")
+    best = Run.open(str(tmp_path)).model("best")
+    at_10 = Run.open(str(tmp_path)).model("ckpt-10")
+    at_15 = Run.open(str(tmp_path)).model("ckpt-15")
     for a, b in zip(best.weights, at_10.weights):
         np.testing.assert_array_equal(np.array(a), np.array(b))
     assert any(not np.array_equal(np.array(a), np.array(b))
@@ -137,7 +138,8 @@ def test_dev_loss_matches_the_loss_of_the_model(tiny_hparams, tmp_path):
     global SCRIPT
     SCRIPT = ScriptedMetric([1.0])
     result, _ = _train("test_reverse_scripted_metric", tiny_hparams, tmp_path, 4, eval_every=4)
-    model, hparams, *_ = weights.load_model(str(tmp_path))
+    opened = Run.open(str(tmp_path))
+    model, hparams = opened.model(), opened.hparams
     problem = registry.problem("algorithmic_reverse")
     totals = np.zeros(3)
     for ex in problem.examples("dev").take(32).as_numpy_iterator():  # eval_examples

@@ -12,6 +12,7 @@ from conftest import NO_EVAL, session_run
 from export_parity import assert_same_ids, best_ids, best_scores
 import tensorflow as tf
 
+from t2t_lite.runs.run import Run
 from t2t_lite.data.options import DatagenOptions
 from t2t_lite.training.options import TrainOptions
 from t2t_lite import registry
@@ -91,7 +92,7 @@ def test_translate_ids_function_gives_the_decoders_ids_for_each_input(reverse_ru
     slow test below runs it, beam 3, in a fresh process). Greedy is the same search as
     beam K with K = 1, and the cheapest to trace. Measured: the same ids (5 distinct
     outputs of 6) and the same scores to the bit."""
-    model, *_ = weights.load_model(reverse_run)
+    model = Run.open(reverse_run).model()
     options = DecodeOptions(beam_size=1, extra_length=7)
     batch = np.zeros((len(SHORT_SOURCES), 10), np.int32)  # Extra padding must not matter.
     for row, ids in enumerate(SHORT_SOURCES):
@@ -125,7 +126,7 @@ def test_translate_ids_matches_decoder_without_tensorflow_text(reverse_run, tmp_
     for row, ids in enumerate(sources):
         batch[row, :len(ids)] = ids
     got = _fresh(IDS_CODE, {"path": str(export_dir / "1"), "inputs": batch.tolist()})
-    model, *_ = weights.load_model(reverse_run)
+    model = Run.open(reverse_run).model()
     expected = sources[:5] + [sources[5][:23] + [1]]  # max_length=24: truncated like files.
     options = DecodeOptions(beam_size=3, extra_length=7)
     want = Decoder(model, options).decode(expected)
@@ -279,7 +280,7 @@ def test_serving_default_translates_text_like_the_decoder(tmp_path, capsys):
     assert got["odd"][0] == "" and got["odd"][2] == "" and got["odd_scores"][0] == 0.0
 
     # The long line: what the decoder gives for its first max_length - 1 = 47 tokens + EOS.
-    model, *_ = weights.load_model(str(out))
+    model = Run.open(str(out)).model()
     decoder = Decoder(model, DecodeOptions(beam_size=2, extra_length=4))
     tokens = problem.encode(long_line)
     assert len(tokens) > 47

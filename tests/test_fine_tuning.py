@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from t2t_lite.runs.run import Run
 from t2t_lite import registry
 from t2t_lite.bin import trainer as trainer_cli
 from t2t_lite.problems.algorithmic import AlgorithmicReverse
@@ -186,8 +187,8 @@ def test_trainer_fine_tunes_records_where_and_resumes_its_own(tmp_path, hparams,
     assert tf.train.latest_checkpoint(str(fine)) == str(fine / "ckpt-1")
     record = json.loads((fine / run_dir.INIT_FROM_FILE).read_text())
     assert record["checkpoint"] == str(source / "ckpt-7") and record["step"] == 7
-    assert run_dir.read_run(str(fine))[1]["problem"] == "algorithmic_copy"
-    tuned, *_ = weights.load_model(str(fine))
+    assert Run.open(str(fine)).info["problem"] == "algorithmic_copy"
+    tuned = Run.open(str(fine)).model()
     moved = 0.0
     for got, want in zip(tuned.weights, source_run[1]):  # One step at lr ~2e-5 from them.
         np.testing.assert_allclose(np.array(got), want, atol=1e-4)
@@ -200,7 +201,7 @@ def test_trainer_fine_tunes_records_where_and_resumes_its_own(tmp_path, hparams,
     assert _train(hparams, fine, 1, f"{source}:ckpt-7", lines).step == 1
     assert f"resumed from {fine / 'ckpt-1'} at step 1" in lines
     assert not any(line.startswith("fine-tuning from") for line in lines)
-    resumed, *_ = weights.load_model(str(fine))
+    resumed = Run.open(str(fine)).model()
     for got, want in zip(resumed.weights, tuned.weights):
         np.testing.assert_array_equal(np.array(got), np.array(want))
     # Another source than the one it started from is refused.

@@ -17,6 +17,7 @@ import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from conftest import NO_EVAL  # noqa: E402
 
+from t2t_lite.runs.run import Run
 from t2t_lite import registry  # noqa: E402
 from t2t_lite.bin import visualize as visualize_cli  # noqa: E402
 from t2t_lite.ids import EOS_ID, PAD_ID  # noqa: E402
@@ -218,7 +219,8 @@ def test_cli_writes_table_json_and_png(run, tmp_path, capsys):
 def test_batched_count_equals_sentence_by_sentence_maps(run):
     """The library's padded batches count what `attention.attention_maps` shows for
     each sentence alone (the pictures' own path), token by token."""
-    model, hparams, *_ = weights.load_model(run)
+    opened = Run.open(run)
+    model, hparams = opened.model(), opened.hparams
     problem = registry.problem("algorithmic_reverse")
     examples = list(problem.examples("dev").take(24).as_numpy_iterator())
     frequencies, _ = hr.source_frequencies(problem, 5000)

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from t2t_lite.runs.run import Run
 from t2t_lite.training.options import EvalOptions, TrainOptions
 from t2t_lite import registry
 from t2t_lite.training import cluster
@@ -132,7 +133,7 @@ def test_fit_gives_the_trainers_weights_and_learning_rates(tiny_hparams, tmp_pat
     trainer.train(problem, tiny_hparams, str(tmp_path), options=TrainOptions(
         train_steps=steps, eval=EvalOptions(eval_every_steps=0)),
         strategy=strategy, log=lambda _: None)
-    trained, *_ = weights.load_model(str(tmp_path))
+    trained = Run.open(str(tmp_path)).model()
 
     keras.utils.set_random_seed(1234)  # The trainer's seed, before the model is built.
     model = _compiled(tiny_hparams, strategy, problem, jit_compile=False)  # As the trainer.

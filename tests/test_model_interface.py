@@ -19,6 +19,7 @@ from conftest import NO_EVAL
 import tensorflow as tf
 from keras import ops
 
+from t2t_lite.runs.run import Run
 from t2t_lite.training.options import TrainOptions
 from t2t_lite import registry
 from t2t_lite.runs import averaging
@@ -122,7 +123,8 @@ def test_second_model_trains_through_the_registry(bag_run):
     assert checkpoints.list_checkpoints(out) == ["ckpt-8", "ckpt-16", "ckpt-24"]
     with open(os.path.join(out, "hparams.json")) as f:
         assert json.load(f)["model"] == "bag_attention"
-    model, hparams, info, path = run_weights.load_model(out)
+    opened = Run.open(out)
+    model, hparams, info, path = opened.model(), opened.hparams, opened.info, opened.checkpoint()
     assert type(model) is BagAttention and hparams.model == "bag_attention"
     assert path.endswith("ckpt-24") and info["target_vocab_size"] == 12
     saved = {k for k, _ in tf.train.list_variables(path) if k.startswith("model/")}
@@ -135,7 +137,7 @@ def test_second_model_averages(bag_run):
     out, _, _ = bag_run
     with open(os.path.join(out, "averaged", "averaged.json")) as f:
         assert json.load(f)["averaged"] == ["ckpt-8", "ckpt-16", "ckpt-24"]
-    weights = [[np.array(w) for w in run_weights.load_model(out, name)[0].weights]
+    weights = [[np.array(w) for w in Run.open(out).model(name).weights]
                for name in ("ckpt-8", "ckpt-16", "ckpt-24", "averaged")]
     assert max(np.abs(a - b).max() for a, b in zip(weights[0], weights[2])) > 1e-4
     for *each, mean in zip(*weights):
@@ -144,7 +146,7 @@ def test_second_model_averages(bag_run):
 
 def test_second_model_decodes_with_its_own_cache(bag_run):
     out, _, _ = bag_run
-    model, *_ = run_weights.load_model(out, "averaged")
+    model = Run.open(out).model("averaged")
     sources = _sources()
     greedy = Decoder(model, DecodeOptions(beam_size=1, extra_length=5))
     # Greedy through init_cache/decode_step == argmax of the teacher-forced call
@@ -180,7 +182,7 @@ def test_second_model_exports(bag_run, tmp_path):
     for row, ids in enumerate(sources):
         batch[row, :len(ids)] = ids
     got = loaded.signatures["translate_ids"](inputs=tf.constant(batch))
-    model, *_ = run_weights.load_model(out, "averaged")
+    model = Run.open(out).model("averaged")
     want = Decoder(model, DecodeOptions(beam_size=2, extra_length=5)).decode(
         sources)
     assert [strip_ids(row) for row in got["ids"].numpy()] == [best[0][0] for best in want]
@@ -194,7 +196,7 @@ def test_run_dir_refuses_another_model(bag_run):
         trainer.train(registry.problem("algorithmic_copy"), hparams, out,
                       options=TrainOptions(eval=NO_EVAL, train_steps=30),
                       strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=lambda _: None)
-    assert run_weights.load_model(out)[1].model == "bag_attention"  # Nothing overwritten.
+    assert Run.open(out).hparams.model == "bag_attention"  # Nothing overwritten.
 
 
 def test_unknown_model_lists_the_known_ones(tiny_hparams):
@@ -257,7 +259,8 @@ def test_old_run_files_still_load(tiny_hparams, tmp_path):
         json.dump(saved, f)
     with open(os.path.join(out, "problem.json"), "w") as f:
         json.dump({"problem": "algorithmic_reverse", "vocab_size": 12, "data_dir": None}, f)
-    loaded, hparams, info, _ = run_weights.load_model(out)
+    opened = Run.open(out)
+    loaded, hparams, info = opened.model(), opened.hparams, opened.info
     assert hparams == tiny_hparams and type(loaded) is Transformer
     assert (info["source_vocab_size"], info["target_vocab_size"]) == (12, 12)
     for a, b in zip(model.weights, loaded.weights):
@@ -292,7 +295,8 @@ def test_separate_vocabularies_train_after_a_refused_start(tiny_hparams, tmp_pat
     hparams = tiny_hparams.override("shared_embedding=false")
     trainer.train(problem, hparams, out, options=options, strategy=strategy,
                   log=lambda _: None)
-    model, _, info, _ = run_weights.load_model(out)
+    opened = Run.open(out)
+    model, info = opened.model(), opened.info
     assert (info["source_vocab_size"], info["target_vocab_size"]) == (12, 15)
     assert (model.source_vocab_size, model.target_vocab_size) == (12, 15)
     ids, scores = search(model, tf.constant([[3, 4, 5, 1]], tf.int32), 2, 0.6, 6)

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from conftest import free_ports
+from t2t_lite.runs.run import Run
 from t2t_lite.runs import checkpoints
 from t2t_lite.runs import weights
 from t2t_lite.training import cluster
@@ -57,12 +58,12 @@ def _single_process(output_dir, steps):
     env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
     subprocess.run(_command(output_dir, steps, 2 * PER_REPLICA_TOKENS), env=env, check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
-    model, *_ = weights.load_model(str(output_dir))
+    model = Run.open(str(output_dir)).model()
     return [np.array(w) for w in model.weights]
 
 
 def _assert_same_weights(output_dir, expected):
-    model, *_ = weights.load_model(str(output_dir))
+    model = Run.open(str(output_dir)).model()
     for a, b in zip([np.array(w) for w in model.weights], expected):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
 

@@ -11,6 +11,7 @@ import pytest
 import tensorflow as tf
 from conftest import DATA, needs_data
 
+from t2t_lite.runs.run import Run
 from t2t_lite import registry
 from t2t_lite.runs import weights
 from t2t_lite.decoding.options import DecodeOptions
@@ -151,7 +152,7 @@ def test_trainer_starts_with_the_parsing_set_on_the_wsj_layout(wsj_data):
     problem.set_data_dir(data)
     assert problem.source_vocab.model_type == "word"  # The default: one id per word.
     assert len(problem.encode("the Zebras fed 42 birds .")) == 6
-    hparams = weights.load_model(out)[1]
+    hparams = Run.open(out).hparams
     assert (hparams.num_layers, hparams.d_model, hparams.beam_size, hparams.alpha,
             hparams.extra_length) == (4, 1024, 21, 0.3, 300)
     with open(os.path.join(data, "wsj_parsing.datagen.json")) as f:

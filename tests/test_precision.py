@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from t2t_lite.runs.run import Run
 from t2t_lite.training.options import TrainOptions
 from t2t_lite import registry
 from t2t_lite.runs import checkpoints
@@ -218,7 +219,8 @@ def test_training_gives_finite_losses_and_a_checkpoint_that_loads(
         assert reader.get_tensor(scale_key) < 2.0 ** 15
     else:
         assert not reader.has_tensor(scale_key)  # No loss scaling in bfloat16.
-    model, hparams, _, _ = weights.load_model(str(tmp_path))
+    opened = Run.open(str(tmp_path))
+    model, hparams = opened.model(), opened.hparams
     assert hparams.dtype_policy == model.dtype_policy.name == policy
     for key, weight in weights.weight_keys(model).items():
         saved = reader.get_tensor(key)

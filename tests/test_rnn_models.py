@@ -16,6 +16,7 @@ import pytest
 import tensorflow as tf
 from conftest import NO_EVAL
 
+from t2t_lite.runs.run import Run
 from t2t_lite import registry
 from t2t_lite.decoding import beam_search
 from t2t_lite.decoding.decoder import Decoder
@@ -309,7 +310,8 @@ def test_the_trainer_trains_checkpoints_and_averages_one(run):
     assert checkpoints.list_checkpoints(out) == ["ckpt-3", "ckpt-6"]
     with open(os.path.join(out, "hparams.json")) as f:
         assert json.load(f)["model"] == "luong"
-    model, hparams, _, path = weights.load_model(out)
+    opened = Run.open(out)
+    model, hparams, path = opened.model(), opened.hparams, opened.checkpoint()
     assert type(model) is LuongAttention and hparams.attention_score == "general"
     saved = tf.train.load_checkpoint(path)
     for key, weight in weights.weight_keys(model).items():
@@ -317,7 +319,7 @@ def test_the_trainer_trains_checkpoints_and_averages_one(run):
     assert "model/attention-key-kernel/.ATTRIBUTES/VARIABLE_VALUE" in weights.weight_keys(model)
     averaging.average(out, averaging.choose(out, last=2))
     first = tf.train.load_checkpoint(checkpoints.checkpoint_path(out, "ckpt-3"))
-    averaged = weights.load_model(out, "averaged")[0]
+    averaged = Run.open(out).model("averaged")
     for key, weight in weights.weight_keys(averaged).items():
         np.testing.assert_allclose(np.array(weight),
                                    (first.get_tensor(key) + saved.get_tensor(key)) / 2,
@@ -328,7 +330,7 @@ def test_the_trainer_trains_checkpoints_and_averages_one(run):
 def test_the_decoder_decodes_a_trained_one(run):
     """t2t_lite's Decoder (traced search, beam 2): each output scored as the model
     scores it teacher-forced."""
-    model, *_ = weights.load_model(run[0])
+    model = Run.open(run[0]).model()
     sources = [[3, 5, 7, 1], [9, 1], [4, 4, 6, 8, 10, 2, 1]]
     decoded = Decoder(model, DecodeOptions(beam_size=2, extra_length=5)).decode(sources)
     for source, [(ids, score)] in zip(sources, decoded):

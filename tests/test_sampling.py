@@ -5,6 +5,7 @@ import pytest
 import tensorflow as tf
 from conftest import NO_EVAL, session_run
 
+from t2t_lite.runs.run import Run
 from t2t_lite import registry
 from t2t_lite.bin import decoder as decoder_cli
 from t2t_lite.decoding import decode_policy
@@ -164,7 +165,7 @@ SHORT = dict(extra_length=8)  # One padded length (8) and L = 16: one quick trac
 
 @pytest.fixture(scope="module")
 def model(run_dir):
-    return weights.load_model(run_dir)[0]
+    return Run.open(run_dir).model()
 
 
 def _ids(decoded):

@@ -5,6 +5,7 @@ import pytest
 import tensorflow as tf
 from conftest import NO_EVAL
 
+from t2t_lite.runs.run import Run
 from t2t_lite import registry
 from t2t_lite.bin import decoder as decoder_cli
 from t2t_lite.data.text_encoder import DataError
@@ -55,7 +56,7 @@ def test_scores_are_the_teacher_forced_log_probabilities(run_dir, tmp_path, caps
     rows = [line.split("\t") for line in out.read_text().splitlines()]
     assert len(rows) == len(PAIRS) and all(len(row) == 3 for row in rows)
 
-    model, *_ = weights.load_model(run_dir)
+    model = Run.open(run_dir).model()
     problem = registry.problem("algorithmic_reverse")
     for (source, target), (total, mean, count) in zip(PAIRS, rows):
         want, tokens = _teacher_forced(model, problem, source, target)

@@ -8,6 +8,7 @@ import os
 import pytest
 from conftest import data_file
 
+from t2t_lite.runs.run import Run
 from t2t_lite.data.options import DatagenOptions
 from t2t_lite.training.options import EvalOptions, TrainOptions
 from t2t_lite import registry
@@ -209,7 +210,7 @@ def test_train_decode_export_with_separate_vocabularies(raw, tmp_path, capsys):
     result = trainer.train(problem, hparams.override("shared_embedding=false"), str(out),
                            str(data_dir), options, strategy, log=print)
     assert [s.name for s in result.dev.scores] == ["sacrebleu", "bleu_tokenized", "chrf", "ter"]
-    model, *_ = weights.load_model(str(out))
+    model = Run.open(str(out)).model()
     assert (model.source_vocab_size, model.target_vocab_size) == (420, 480)
 
     lines = _lines(raw / "dev.en")[:6]

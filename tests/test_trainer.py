@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from t2t_lite.runs.run import Run
 from t2t_lite.training.options import EvalOptions, TrainOptions
 from t2t_lite import registry
 from t2t_lite.runs import checkpoints
@@ -35,7 +36,7 @@ def _train(hparams, output_dir, steps, **options):
 
 
 def _weights(output_dir):
-    model, *_ = weights.load_model(str(output_dir))
+    model = Run.open(str(output_dir)).model()
     return [np.array(w) for w in model.weights]
 
 

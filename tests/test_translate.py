@@ -9,6 +9,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 from conftest import NO_EVAL, DATA, needs_data
 
+from t2t_lite.runs.run import Run
 from t2t_lite.data.options import DatagenOptions
 from t2t_lite.training.options import TrainOptions
 from t2t_lite import registry
@@ -196,7 +197,7 @@ def test_trainer_and_decoder_find_the_vocabulary(tmp_path):
     trainer.train(registry.problem("translate_files"), hparams, str(out), str(data_dir),
                   TrainOptions(eval=NO_EVAL, train_steps=1, log_every_steps=100),
                   strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=_quiet)
-    _, info = run_dir.read_run(str(out))
+    info = Run.open(str(out)).info
     assert (info["problem"], info["source_vocab_size"], info["target_vocab_size"],
             info["data_dir"]) == ("translate_files", 600, 600, str(data_dir))
     source, target = tmp_path / "in.en", tmp_path / "out.de"

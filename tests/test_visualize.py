@@ -14,6 +14,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from t2t_lite.runs.run import Run
 from t2t_lite.training.options import EvalOptions, TrainOptions
 from t2t_lite import registry  # noqa: E402
 from t2t_lite.pictures import attention, attention_html, attention_png
@@ -151,7 +152,8 @@ def test_visualize_writes_png_and_html(run_dir, tmp_path, capsys):
 def test_html_page_matches_the_maps(run_dir):
     from t2t_lite.runs import weights
 
-    model, hparams, _, _ = weights.load_model(run_dir)
+    opened = Run.open(run_dir)
+    model, hparams = opened.model(), opened.hparams
     problem = registry.problem("algorithmic_reverse")
     maps = attention.sentence_maps(problem, model, hparams, "2 7 1")
     assert maps.source == ["2", "7", "1", "</s>"] and maps.target[-1] == "</s>"
@@ -166,7 +168,7 @@ def test_plot_writes_curves_with_and_without_dev(run_dir, tmp_path, capsys):
     assert plot_cli.main(["--output_dir", run_dir, "--output_file", out]) == 0
     assert "loss, exact_match, learning_rate" in capsys.readouterr().out
     assert os.path.getsize(out) > 10_000
-    train, dev = plot.read_run(run_dir)
+    train, dev = plot.read_curves(run_dir)
     assert {"loss", "learning_rate"} <= set(train) and {"loss", "exact_match"} <= set(dev)
     no_dev = tmp_path / "no_dev"
     shutil.copytree(os.path.join(run_dir, "train"), no_dev / "train")

@@ -224,15 +224,16 @@ def main(argv=None) -> int:
 
     def run():
         from t2t_lite.decoding.scoring import read_pairs
-        from t2t_lite.runs.load import load_run
+        from t2t_lite.runs.run import Run
 
         _mode(args, DecodeOptions(**sampling))  # Bad flags and files fail before loading.
         pairs = read_pairs(args.score_file) if args.score_file else None
         shards = _shards(args)
         if not args.score_file:  # Thread pools for the searches, before TensorFlow runs.
             parallel.configure_threads(1 if args.jit else shards)
-        loaded = load_run(args.output_dir, args.checkpoint, args.data_dir)
-        problem, model, hparams = loaded.problem, loaded.model, loaded.hparams
+        loaded = Run.open(args.output_dir, args.data_dir)
+        checkpoint = loaded.checkpoint(args.checkpoint)
+        problem, model, hparams = loaded.problem, loaded.model(checkpoint), loaded.hparams
         options = DecodeOptions.from_hparams(
             hparams, beam_size=args.beam_size, alpha=args.alpha,
             extra_length=args.extra_length, batch_size=args.batch_size,
@@ -243,7 +244,7 @@ def main(argv=None) -> int:
         constrained = "" if options.constraint is None or args.score_file \
             else ", constrained search"
         mode = f", {mode}" if args.score_file or options.sampling else ""
-        print(f"decoding with {loaded.checkpoint}{mode}{constrained}", file=sys.stderr)
+        print(f"decoding with {checkpoint}{mode}{constrained}", file=sys.stderr)
         if args.score_file:
             _score_file(args, pairs, problem, model, hparams, options)
         elif args.decode_from_file or args.decode_interactive:

@@ -332,15 +332,17 @@ def run_head_roles(output_dir: str, split: str = "dev", examples: int = EXAMPLES
     Raises:
       HeadRolesError: the run's model has no encoder heads, or the split no examples.
     """
-    from t2t_lite.runs.load import load_run
+    from t2t_lite.runs.run import Run
 
     output_file = output_file or os.path.join(output_dir, "head_roles.png")
     _check_picture_path(output_file)
     if examples < 1:
         raise HeadRolesError(f"--examples={examples}: count at least one example")
-    run = load_run(output_dir, checkpoint, data_dir)
+    run = Run.open(output_dir, data_dir)
+    path = run.checkpoint(checkpoint)
+    model = run.model(path)
     try:
-        check_encoder_heads(run.model)
+        check_encoder_heads(model)
     except HeadRolesError:
         raise HeadRolesError(
             f"the run's model is {run.hparams.model!r}, which has no encoder "
@@ -350,10 +352,10 @@ def run_head_roles(output_dir: str, split: str = "dev", examples: int = EXAMPLES
     if not sentences:
         raise HeadRolesError(f"{run.info['problem']} has no {split} examples")
     frequencies, read = source_frequencies(run.problem, frequency_examples)
-    roles = head_roles(run.model, sentences, frequencies, run.hparams.max_length,
+    roles = head_roles(model, sentences, frequencies, run.hparams.max_length,
                        threshold=threshold)
     about = {"problem": run.info["problem"], "model": run.hparams.model,
-             "checkpoint": os.path.relpath(run.checkpoint, output_dir), "split": split,
+             "checkpoint": os.path.relpath(path, output_dir), "split": split,
              "frequency_examples": read}
     title = f"{about['problem']}, {about['checkpoint']}: encoder head roles ({split})"
     picture, json_path = write_head_roles(roles, output_file, title, about)

@@ -46,7 +46,7 @@ def read_scalars(directory: str) -> dict[str, list[tuple[int, float]]]:
     return {tag: sorted(points.items()) for tag, points in scalars.items()}
 
 
-def read_run(output_dir: str) -> tuple[dict, dict]:
+def read_curves(output_dir: str) -> tuple[dict, dict]:
     """(train scalars, dev scalars) of the run in `output_dir`.
 
     Raises:
@@ -109,7 +109,7 @@ def plot_run(output_dir: str, output_file: str | None = None) -> tuple[str, list
     Returns:
       (the file written, the panels' names).
     """
-    train, dev = read_run(output_dir)
+    train, dev = read_curves(output_dir)
     if "loss" not in train:
         raise RunDirError(f"{output_dir}/train has no loss events; is it a t2t_lite run?")
     output_file = output_file or os.path.join(output_dir, "curves.png")

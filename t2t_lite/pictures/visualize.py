@@ -40,10 +40,11 @@ def visualize(output_dir: str, text: str, target: str | None = None,
     Returns:
       (the file written, the maps); the file defaults to OUTPUT_DIR/attention.html.
     """
-    from t2t_lite.runs.load import load_run
+    from t2t_lite.runs.run import Run
 
-    run = load_run(output_dir, checkpoint, data_dir)
-    maps = sentence_maps(run.problem, run.model, run.hparams, text, target, warn)
+    run = Run.open(output_dir, data_dir)
+    path = run.checkpoint(checkpoint)
+    maps = sentence_maps(run.problem, run.model(path), run.hparams, text, target, warn)
     output_file = output_file or os.path.join(output_dir, "attention.html")
-    title = f"{run.info['problem']}, {os.path.relpath(run.checkpoint, output_dir)}"
+    title = f"{run.problem_name}, {os.path.relpath(path, output_dir)}"
     return write_attention(maps, output_file, title), maps

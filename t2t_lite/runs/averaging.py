@@ -16,11 +16,11 @@ import numpy as np
 import tensorflow as tf
 
 from t2t_lite import atomic
-from t2t_lite.runs import run_dir
+from t2t_lite.runs.run import Run
 from t2t_lite.runs.checkpoints import (
     AVERAGED_DIR, CheckpointError, checkpoint_path, list_checkpoints,
 )
-from t2t_lite.runs.weights import build_run_model, weight_keys, write_weights_dir
+from t2t_lite.runs.weights import weight_keys, write_weights_dir
 
 
 def choose(output_dir: str, last: int | None = None,
@@ -65,8 +65,7 @@ def average(output_dir: str, paths: list[str]) -> str:
     First removes the temporaries a killed earlier run left (`atomic.remove_temporaries`).
     """
     atomic.remove_temporaries(output_dir, AVERAGED_DIR)
-    hparams, info = run_dir.read_run(output_dir)
-    model = build_run_model(hparams, info)
+    model = Run.open(output_dir).build_model()
     keys = weight_keys(model)
     sums = {key: np.zeros(weight.shape, np.float64) for key, weight in keys.items()}
     for path in paths:

@@ -31,7 +31,8 @@ class RunDirError(UserError, ValueError):
 
 
 def read_run(output_dir: str) -> tuple[HParams, dict]:
-    """(hparams, info) saved in `output_dir`.
+    """(hparams, info) saved in `output_dir`: the reader of the two files behind
+    `t2t_lite.runs.run.Run.open`, the handle every tool opens a run with.
 
     info: {"problem": name, "source_vocab_size": int, "target_vocab_size": int,
     "data_dir": str or None}.

@@ -15,8 +15,7 @@ import tensorflow as tf
 
 from t2t_lite import atomic, registry
 from t2t_lite.models import contract
-from t2t_lite.runs import run_dir
-from t2t_lite.runs.checkpoints import CheckpointError, checkpoint_path
+from t2t_lite.runs.checkpoints import CheckpointError
 
 
 def build_model(hparams, source_vocab_size: int, target_vocab_size: int | None = None):
@@ -75,20 +74,6 @@ def weight_keys(model) -> dict[str, object]:
     """Checkpoint key of every model weight -> the weight."""
     return {f"model/{name}/.ATTRIBUTES/VARIABLE_VALUE": weight
             for name, weight in _named_weights(model).items()}
-
-
-def load_model(output_dir: str, checkpoint: str | None = None):
-    """Rebuilds the trained model and restores its weights.
-
-    Returns:
-      (model, hparams, info, checkpoint path); info as `run_dir.read_run` gives it
-      ({"problem", "source_vocab_size", "target_vocab_size", "data_dir"}).
-    """
-    hparams, info = run_dir.read_run(output_dir)
-    path = checkpoint_path(output_dir, checkpoint)
-    model = build_run_model(hparams, info)
-    read_weights(model, path, output_dir)
-    return model, hparams, info, path
 
 
 def read_weights(model, path: str, output_dir: str,

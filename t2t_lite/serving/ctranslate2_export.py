@@ -284,8 +284,7 @@ def export_ctranslate2(output_dir: str, export_dir: str, checkpoint: str | None 
         unknown quantization, or ctranslate2 not installed.
       ExportError, RunDirError, CheckpointError: as the SavedModel export.
     """
-    from t2t_lite.runs import run_dir
-    from t2t_lite.runs.load import load_run
+    from t2t_lite.runs.run import Run
     from t2t_lite.serving import export as saved_model
 
     start = time.time()
@@ -294,25 +293,24 @@ def export_ctranslate2(output_dir: str, export_dir: str, checkpoint: str | None 
                                f"not {quantization!r}")
     if os.path.exists(export_dir) and not os.path.isdir(export_dir):
         raise saved_model.ExportError(f"{export_dir} exists and is not a directory")
-    hparams, info = run_dir.read_run(output_dir)
-    check_hparams(hparams)  # Before loading weights: the cheap refusals first.
+    run = Run.open(output_dir, data_dir)
+    check_hparams(run.hparams)  # Before loading weights: the cheap refusals first.
     import_ctranslate2()
-    problem = registry.problem(info["problem"])
-    problem.set_data_dir(data_dir or info.get("data_dir"))
-    vocabs = check_problem(problem)
-    run = load_run(output_dir, checkpoint, data_dir)
+    vocabs = check_problem(run.problem)
+    path = run.checkpoint(checkpoint)
+    model = run.model(path)
     settings = decode_settings(run.hparams, beam_size, alpha, extra_length)
-    settings.update(problem=problem.name, checkpoint=run.checkpoint)
+    settings.update(problem=run.problem_name, checkpoint=path)
     os.makedirs(export_dir, exist_ok=True)
     for stale in atomic.remove_temporaries(export_dir, saved_model.STAGING_NAME):
         log(f"removed {os.path.basename(stale)}, left by an interrupted export")
     with atomic.staging_directory(export_dir, saved_model.STAGING_NAME, owned=True) as tmp:
         log(f"converting to CTranslate2 ({quantization})")
-        save_model(run.model, run.hparams, vocabs, tmp, quantization, settings)
+        save_model(model, run.hparams, vocabs, tmp, quantization, settings)
         version = saved_model.next_version(export_dir)
         final = os.path.join(export_dir, str(version))
         os.chmod(tmp, 0o755)
         os.rename(tmp, final)
     return CTranslate2Export(path=final, version=version, quantization=quantization,
-                             checkpoint=run.checkpoint, seconds=time.time() - start,
+                             checkpoint=path, seconds=time.time() - start,
                              size_bytes=saved_model.directory_size(final))

@@ -63,7 +63,7 @@ import time
 import tensorflow as tf
 
 from t2t_lite import atomic
-from t2t_lite.runs.load import load_run
+from t2t_lite.runs.run import Run
 from t2t_lite.runs.weights import model_weights
 from t2t_lite.decoding import decode_policy
 from t2t_lite.decoding.options import DecodeOptions
@@ -255,15 +255,17 @@ def export(output_dir: str, export_dir: str, checkpoint: str | None = None,
         raise ExportError(f"text_ops must be one of {', '.join(TEXT_OPS)}, not {text_ops!r}")
     if os.path.exists(export_dir) and not os.path.isdir(export_dir):
         raise ExportError(f"{export_dir} exists and is not a directory")
-    run = load_run(output_dir, checkpoint, data_dir)
+    run = Run.open(output_dir, data_dir)
     options = DecodeOptions.from_hparams(
         run.hparams, beam_size=beam_size, alpha=alpha, extra_length=extra_length,
         constraint=run.problem.decode_constraint())  # DecodeOptions checks the values.
+    path = run.checkpoint(checkpoint)
+    model = run.model(path)
     max_length = int(run.hparams.max_length)
-    ids_module = _IdsModule(run.model, options, max_length)
+    ids_module = _IdsModule(model, options, max_length)
     if sampling:  # Tracked by the module, so saved with it and its ids-only copy.
         ids_module.sample_ids = sampling_signature.sample_ids_function(
-            run.model, options, max_length)
+            model, options, max_length)
     # The problem's own text signature (parsing: words in, trees out, core ops only),
     # else SentencePiece text in and out (tensorflow_text), else ids only.
     module = run.problem.serving_module(ids_module, lambda tokens: ids_module.translate_ids(
@@ -298,5 +300,5 @@ def export(output_dir: str, export_dir: str, checkpoint: str | None = None,
     return ExportResult(
         path=final, version=version, signatures=tuple(sorted(signatures)),
         ids_path=os.path.join(final, IDS_SUBDIR) if custom_ops else final,
-        checkpoint=run.checkpoint, seconds=time.time() - start,
+        checkpoint=path, seconds=time.time() - start,
         size_bytes=directory_size(final))

@@ -40,8 +40,8 @@ import tensorflow as tf
 
 from t2t_lite import registry
 from t2t_lite.errors import UserError
-from t2t_lite.runs import run_dir, weights
-from t2t_lite.runs.checkpoints import checkpoint_path
+from t2t_lite.runs import weights
+from t2t_lite.runs.run import Run
 from t2t_lite.training.evaluation import BEST_FILE, read_best_file
 
 _CHECKPOINT_TAIL = re.compile(r"ckpt-\d+|averaged|best")
@@ -143,7 +143,7 @@ def _read_optimizer(model, optimizer, path: str) -> None:
 
 
 def check_source(init_from: str, hparams, problem, output_dir: str):
-    """The parsed --init_from, its hparams and run info, once it is known to fit this run.
+    """The parsed --init_from and the source `Run`, once it is known to fit this run.
 
     Cheap (no model is built): the trainer calls it before building anything.
 
@@ -155,13 +155,13 @@ def check_source(init_from: str, hparams, problem, output_dir: str):
     if os.path.abspath(spec.run_dir) == os.path.abspath(output_dir):
         raise WarmStartError(f"--init_from={init_from} names this run's own --output_dir; "
                              "fine-tune into a new --output_dir")
-    source_hparams, info = run_dir.read_run(spec.run_dir)
-    diff = compatibility_diff(source_hparams, info, hparams, problem)
+    source = Run.open(spec.run_dir)
+    diff = compatibility_diff(source.hparams, source.info, hparams, problem)
     if diff:
         raise WarmStartError(
             f"cannot fine-tune from {spec.run_dir}: {'; '.join(diff)} (its value -> this "
             "run's); use the same model-shaping hparams and vocabularies as the source run")
-    return spec, source_hparams, info
+    return spec, source
 
 
 def warm_start(model, optimizer, init_from: str, hparams, problem, output_dir: str,
@@ -182,21 +182,21 @@ def warm_start(model, optimizer, init_from: str, hparams, problem, output_dir: s
       WarmStartError: `check_source`'s, or slots asked of a checkpoint without them.
       RunDirError, CheckpointError: no run, or no such checkpoint, in RUN_DIR.
     """
-    spec, source_hparams, info = check_source(init_from, hparams, problem, output_dir)
+    spec, source = check_source(init_from, hparams, problem, output_dir)
     if keep_optimizer and (hparams.dtype_policy == "mixed_float16") != (
-            source_hparams.dtype_policy == "mixed_float16"):
+            source.hparams.dtype_policy == "mixed_float16"):
         raise WarmStartError(
             f"--init_from_optimizer: {spec.run_dir} trained with precision="
-            f"{source_hparams.dtype_policy}, this run with {hparams.dtype_policy} (only "
+            f"{source.hparams.dtype_policy}, this run with {hparams.dtype_policy} (only "
             "mixed_float16 has a loss scale); use its precision or leave the flag out")
-    path = checkpoint_path(spec.run_dir, spec.checkpoint)
+    path = source.checkpoint(spec.checkpoint)
     weights.read_weights(model, path, spec.run_dir,
                          hint="name another checkpoint in --init_from=RUN_DIR:ckpt-N")
     if keep_optimizer:
         _read_optimizer(model, optimizer, path)
     return {"run_dir": os.path.abspath(spec.run_dir), "checkpoint": os.path.abspath(path),
             "step": _source_step(path), "optimizer": keep_optimizer,
-            "problem": info.get("problem")}
+            "problem": source.problem_name}
 
 
 def describe(record: dict) -> str:

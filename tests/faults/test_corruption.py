@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from t2t_lite.runs.run import Run
 from t2t_lite.training.options import EvalOptions, TrainOptions
 from t2t_lite import registry
 from t2t_lite.runs import checkpoints
@@ -37,7 +38,7 @@ def _train(out, steps):
 
 
 def _weights(out, name=None):
-    model, *_ = weights.load_model(str(out), name)
+    model = Run.open(str(out)).model(name)
     return [np.array(w) for w in model.weights]
 
 

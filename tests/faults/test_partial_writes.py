@@ -21,6 +21,7 @@ from conftest import data_file
 from disk_faults import held_command, kill_while_held
 from fault_helpers import processes, trainer_command, wait_for  # noqa: F401 (fixture)
 
+from t2t_lite.runs.run import Run
 from t2t_lite import atomic
 from t2t_lite.runs import averaging
 from t2t_lite.runs import weights
@@ -62,7 +63,7 @@ def _kill_averaging(out, processes, delays):
         processes.kill(process)
         landed += bool(_staging(out))
         if os.path.exists(os.path.join(out, "averaged")):  # Whole, or not there at all.
-            weights.load_model(out, "averaged")
+            Run.open(out).model("averaged")
     return landed
 
 
@@ -77,7 +78,7 @@ def test_sigkill_during_averaging_then_rerun_cleans(run, processes):
     assert landed >= 1, "no kill landed while averaged/ was being written"
     averaging.average(run, [os.path.join(run, f"ckpt-{s}") for s in (3, 6, 9, 12)])
     assert not _staging(run)  # The next run removed what the killed ones left.
-    weights.load_model(run, "averaged")
+    Run.open(run).model("averaged")
 
 
 @pytest.mark.slow

@@ -23,6 +23,7 @@ import pytest
 import tensorflow as tf
 from fault_helpers import processes, trainer_command, wait_for  # noqa: F401 (fixture)
 
+from t2t_lite.runs.run import Run
 from t2t_lite.runs import checkpoints
 from t2t_lite.runs import weights
 
@@ -45,7 +46,7 @@ def _check_readable(out):
         step = reader.get_tensor("optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE")
         assert step == int(name.split("-")[1]), name
     if os.path.exists(os.path.join(out, "best")):  # Old or new, whole either way.
-        weights.load_model(str(out), "best")
+        Run.open(str(out)).model("best")
         with open(os.path.join(out, "best", "best.json")) as f:
             assert json.load(f)["step"] % EVAL == 0
 
@@ -60,7 +61,7 @@ def _new_index(out, old):
 
 
 def _weights(out):
-    model, *_ = weights.load_model(str(out))
+    model = Run.open(str(out)).model()
     return [np.array(w) for w in model.weights]
 
 
