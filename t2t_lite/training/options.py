@@ -25,11 +25,9 @@ class EvalOptions:
     eval_decode_minutes: float = option(
         2.0, "time bound for decoding them (default: %(default)s)")
     eval_batch_size: int = option(64, "sentences per decoding batch", flag=False)
-    # Its Score name ("sacrebleu", "chrf", "ter", ...); None = the problem's first.
-    best_metric: str | None = option(
+    best_metric: str | None = option(  # A `Score` name; None = the problem's first.
         None, "the dev metric that keeps best/ and that early stopping watches, by name "
         "(e.g. sacrebleu, chrf, ter; default: the problem's first)")
-    # Not improved by more than early_stopping_min_delta for this many evaluations.
     early_stopping_evals: int = option(
         0, "stop when the best metric has not improved for N dev evaluations in a row "
         "(0: never; default: %(default)s)")
