@@ -14,7 +14,7 @@ from typing import Any
 VOCAB_TYPES = ("bpe", "word")  # --source_vocab_type: subwords, or one piece per word.
 
 
-def option(default: Any = dataclasses.MISSING, help: str = "", *,  # noqa: A002
+def option(default: Any = dataclasses.MISSING, help: str = "", *,
            flag: str | bool = True, choices: tuple | None = None, unset: bool = False,
            default_factory: Any = dataclasses.MISSING) -> Any:
     """An options dataclass field whose metadata holds what its command-line flag needs.
