@@ -5,8 +5,9 @@ before absl::InitializeLog()", oneDNN notices, "Could not find cuda drivers",
 "failed call to cuInit" on a machine without a GPU) and its Python warnings are
 kept out of the user's way; real errors still show. `-v/--verbose` shows it all.
 An error a user can cause (`t2t_lite.errors.UserError`) becomes one line and exit
-code 2, and so does a flag argparse refuses (`ArgumentParser`). A flag's default is its
-options dataclass field's (`field_default`).
+code 2, and so does a flag argparse refuses (`ArgumentParser`). A flag that fills an
+options dataclass field is made from that field (`add_option_flags`: its type, default,
+choices and help), and the parsed flags build the dataclass (`options_from_args`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import os
 import re
 import sys
 import tempfile
+import typing
 from typing import Any, Callable, NoReturn
 
 from t2t_lite.errors import UserError
@@ -101,18 +103,101 @@ def start_tensorflow(verbose: bool = False) -> None:
     absl.logging.set_verbosity(absl.logging.ERROR)
 
 
-def field_default(cls, name: str) -> Any:
-    """The default of the dataclass `cls`'s field `name`: a flag's default, set once.
+def _fields(cls) -> list[tuple[dataclasses.Field, type, str | None]]:
+    """(field, its type, its flag) of each field of the options dataclass `cls` that has flags.
+
+    The flag is the field's own name or the one its `option(flag=...)` names; None for
+    a nested options dataclass, whose fields have flags of their own. A field marked
+    `flag=False`, or not made by `option`, is left out.
+    """
+    hints = typing.get_type_hints(cls)
+    out = []
+    for field in dataclasses.fields(cls):
+        flag = field.metadata.get("flag", False)
+        if flag is not False:
+            kind = hints[field.name]
+            out.append((field, kind, None if dataclasses.is_dataclass(kind)
+                        else field.name if flag is True else flag))
+    return out
+
+
+def option_flags(cls, names=None) -> list[tuple[str, dataclasses.Field, type]]:
+    """(flag name, field, its type) of each field of the options dataclass `cls` that is a flag.
+
+    A field whose type is itself an options dataclass (`TrainOptions.eval`) gives its
+    own fields' flags in its place; a field marked `flag=False` gives none. `names`
+    (field names of `cls` itself) picks some, in that order.
 
     Raises:
-      TypeError: `cls` has no such field, or the field has no plain default.
+      TypeError: a name in `names` that is no flag field of `cls`.
     """
-    for field in dataclasses.fields(cls):
-        if field.name == name:
-            if field.default is dataclasses.MISSING:
-                raise TypeError(f"{cls.__name__}.{name} has no plain default")
-            return field.default
-    raise TypeError(f"{cls.__name__} has no field {name!r}")
+    if names is not None:
+        own = {field.name: (flag, field, kind) for field, kind, flag in _fields(cls) if flag}
+        missing = [name for name in names if name not in own]
+        if missing:
+            raise TypeError(f"{cls.__name__} has no flag field {', '.join(missing)}")
+        return [own[name] for name in names]
+    flags = []
+    for field, kind, flag in _fields(cls):
+        flags += option_flags(kind) if flag is None else [(flag, field, kind)]
+    return flags
+
+
+def flag_arguments(field: dataclasses.Field, kind) -> dict[str, Any]:
+    """`add_argument`'s keywords for `field` of type `kind`: its type, default, choices, help.
+
+    A bool is a switch, off by default; `int | None` or `float | None` is an int or a
+    float flag; a str is argparse's plain string. An `unset` field's flag defaults to None.
+    """
+    meta = field.metadata
+    if kind is bool:
+        if field.default is not False:
+            raise TypeError(f"{field.name}: a bool flag must be off by default")
+        return {"action": "store_true", "help": meta["help"]}
+    members = [k for k in typing.get_args(kind) if k is not type(None)] or [kind]
+    if len(members) != 1 or members[0] not in (int, float, str):
+        raise TypeError(f"{field.name}: no flag for a field of type {kind}")
+    if not meta["unset"] and field.default is dataclasses.MISSING:
+        raise TypeError(f"{field.name}: a flag needs a plain default, or unset=True")
+    arguments = {"default": None if meta["unset"] else field.default, "help": meta["help"]}
+    if members[0] is not str:
+        arguments["type"] = members[0]
+    if meta["choices"]:
+        arguments["choices"] = meta["choices"]
+    return arguments
+
+
+def add_option_flags(parser, cls, names=None) -> None:
+    """Adds `--NAME` to `parser` (or an argument group) for each flag field of `cls`.
+
+    Each flag's type, default, choices and help are its field's (`option_flags`,
+    `flag_arguments`), so they cannot drift from the dataclass the command fills.
+    """
+    for flag, field, kind in option_flags(cls, names):
+        parser.add_argument(f"--{flag}", **flag_arguments(field, kind))
+
+
+def option_values(cls, args, names=None) -> dict[str, Any]:
+    """Field -> value of each flag field of `cls` in the parsed `args` (see `option_flags`).
+
+    A nested options dataclass becomes one value built from its flags; an `unset`
+    field's flag left at None is left out, so the field's default applies.
+    """
+    chosen = None if names is None else {field.name for _, field, _ in option_flags(cls, names)}
+    values = {}
+    for field, kind, flag in _fields(cls):
+        if flag is None and chosen is None:
+            values[field.name] = kind(**option_values(kind, args))
+        elif flag is not None and (chosen is None or field.name in chosen):
+            value = getattr(args, flag)
+            if value is not None or not field.metadata["unset"]:
+                values[field.name] = value
+    return values
+
+
+def options_from_args(cls, args, names=None, **values):
+    """`cls` built from its flags in the parsed `args` (`option_values`), then `values`."""
+    return cls(**{**option_values(cls, args, names), **values})
 
 
 # What a user can cause, each one line and exit code 2: the package's own errors,

@@ -31,37 +31,21 @@ import argparse
 import sys
 
 from t2t_lite.bin import common
-from t2t_lite.data.options import VOCAB_TYPES, DatagenOptions
+from t2t_lite.data.options import DatagenOptions
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The command's flags (its reference page is generated from this parser)."""
+    """The command's flags (its reference page is generated from this parser).
+
+    Those after --raw_dir are DatagenOptions' fields: each flag's type, default,
+    choices and help are its field's (`common.add_option_flags`).
+    """
     parser = common.ArgumentParser(prog="t2t_lite-datagen", description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--problem", required=True, help="registered problem name")
     parser.add_argument("--data_dir", required=True, help="where the vocabulary and shards go")
     parser.add_argument("--raw_dir", default=None, help="local input files (no download)")
-    parser.add_argument("--source_lang", default=None, help="translate_files: source suffix")
-    parser.add_argument("--target_lang", default=None, help="translate_files: target suffix")
-    parser.add_argument("--vocab_size", type=int, default=None,
-                        help="subword pieces (default: the problem's, e.g. 37000 for wmt_ende)")
-    parser.add_argument("--source_vocab_size", type=int, default=None,
-                        help="pieces in the source vocabulary (problems with separate "
-                             "source and target vocabularies; default: the problem's, "
-                             "else --vocab_size)")
-    parser.add_argument("--target_vocab_size", type=int, default=None,
-                        help="pieces in the target vocabulary (likewise)")
-    parser.add_argument("--source_vocab_type", choices=VOCAB_TYPES, default=None,
-                        help="separate vocabularies: bpe (subwords) or word (one piece per "
-                             "word, unknown words as classes of their shape and suffix); "
-                             "default: the problem's (bpe; word for wsj_parsing)")
-    parser.add_argument("--vocab_sample_size", type=int, default=None,
-                        help="training pairs sampled to learn the vocabulary")
-    parser.add_argument("--shard_size", type=int, default=None, help="pairs per shard")
-    parser.add_argument("--seed", type=int, default=common.field_default(DatagenOptions, "seed"),
-                        help="of the vocabulary sample and the shuffle (default: %(default)s)")
-    parser.add_argument("--tfds_dir", default=None,
-                        help="tensorflow-datasets data_dir for downloads")
+    common.add_option_flags(parser, DatagenOptions)
     common.add_common_flags(parser)
     return parser
 
@@ -78,12 +62,7 @@ def main(argv=None) -> int:
         from t2t_lite.data import datagen
 
         problem = registry.problem(args.problem)
-        options = DatagenOptions(
-            vocab_size=args.vocab_size, source_vocab_size=args.source_vocab_size,
-            target_vocab_size=args.target_vocab_size,
-            source_vocab_type=args.source_vocab_type, vocab_sample_size=args.vocab_sample_size,
-            shard_size=args.shard_size, seed=args.seed, source_lang=args.source_lang,
-            target_lang=args.target_lang, tfds_dir=args.tfds_dir)
+        options = common.options_from_args(DatagenOptions, args)
         summary = datagen.generate(problem, args.data_dir, args.raw_dir, options,
                                    log=lambda line: print(line, file=sys.stderr, flush=True))
         print(datagen.format_summary(summary))

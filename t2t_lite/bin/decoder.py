@@ -33,6 +33,12 @@ from t2t_lite.bin import common
 from t2t_lite.decoding import parallel
 from t2t_lite.decoding.options import DecodeOptions
 
+# The DecodeOptions fields that are flags, in their order on the command line; each
+# flag's type, default and help are its field's (`common.add_option_flags`).
+SEARCH = ("beam_size", "alpha", "extra_length", "return_beams", "batch_size", "jit_compile",
+          "shards")
+SAMPLING = ("sampling_temperature", "top_k", "top_p", "seed", "num_samples")
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The command's flags (its reference page is generated from this parser)."""
@@ -50,34 +56,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "default: standard output)")
     parser.add_argument("--decode_interactive", action="store_true",
                         help="decode standard input, one line at a time")
-    for flag, kind in (("beam_size", int), ("alpha", float), ("extra_length", int)):
-        parser.add_argument(f"--{flag}", type=kind, default=None,
-                            help="default: the run's hparams")
-    parser.add_argument("--return_beams", action="store_true",
-                        help="write every beam as text<TAB>score on the input's line")
-    parser.add_argument("--batch_size", type=int,
-                        default=common.field_default(DecodeOptions, "batch_size"),
-                        help="sentences per batch (default: %(default)s)")
-    parser.add_argument("--jit", action="store_true", help="compile decoding with XLA")
-    parser.add_argument("--shards", type=int, default=None,
-                        help="without --jit, decode each batch as this many searches side "
-                        "by side, one per core (default: the cores, at most 2; 1: one search)")
+    common.add_option_flags(parser, DecodeOptions, SEARCH)
     parser.add_argument("--unconstrained", action="store_true",
                         help="search without the problem's output constraint (wsj_parsing: "
                         "the beam may then build ill-formed trees)")
     sampling = parser.add_argument_group("sampling instead of beam search")
-    sampling.add_argument("--sampling_temperature", type=float,
-                          default=common.field_default(DecodeOptions, "sampling_temperature"),
-                          help="sample at this temperature (0: argmax, 1: the model's "
-                          "distribution); unset: beam search")
-    for flag, kind, text in (
-            ("top_k", int, "sample among the k most likely tokens (0: no limit)"),
-            ("top_p", float, "sample within the nucleus of this probability mass"),
-            ("seed", int, "the same seed gives the same samples"),
-            ("num_samples", int, "samples per input")):
-        sampling.add_argument(f"--{flag}", type=kind,
-                              default=common.field_default(DecodeOptions, flag),
-                              help=text + " (default: %(default)s)")
+    common.add_option_flags(sampling, DecodeOptions, SAMPLING)
     scoring = parser.add_argument_group("scoring given pairs instead of decoding")
     scoring.add_argument("--score_file", default=None,
                          help="source<TAB>target lines: write each target's log-probability")
@@ -219,14 +203,13 @@ def _shards(args) -> int:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    sampling = dict(sampling_temperature=args.sampling_temperature, top_k=args.top_k,
-                    top_p=args.top_p, seed=args.seed, num_samples=args.num_samples)
 
     def run():
         from t2t_lite.decoding.scoring import read_pairs
         from t2t_lite.runs.run import Run
 
-        _mode(args, DecodeOptions(**sampling))  # Bad flags and files fail before loading.
+        # Bad flags and files fail before loading.
+        _mode(args, common.options_from_args(DecodeOptions, args, SAMPLING))
         pairs = read_pairs(args.score_file) if args.score_file else None
         shards = _shards(args)
         if not args.score_file:  # Thread pools for the searches, before TensorFlow runs.
@@ -234,12 +217,9 @@ def main(argv=None) -> int:
         loaded = Run.open(args.output_dir, args.data_dir)
         checkpoint = loaded.checkpoint(args.checkpoint)
         problem, model, hparams = loaded.problem, loaded.model(checkpoint), loaded.hparams
-        options = DecodeOptions.from_hparams(
-            hparams, beam_size=args.beam_size, alpha=args.alpha,
-            extra_length=args.extra_length, batch_size=args.batch_size,
-            return_beams=args.return_beams or None, jit_compile=args.jit or None,
-            constraint=None if args.unconstrained else problem.decode_constraint(),
-            shards=shards, **sampling)
+        options = DecodeOptions.from_hparams(hparams, **{
+            **common.option_values(DecodeOptions, args, SEARCH + SAMPLING), "shards": shards,
+            "constraint": None if args.unconstrained else problem.decode_constraint()})
         mode = _mode(args, options)
         constrained = "" if options.constraint is None or args.score_file \
             else ", constrained search"

@@ -35,6 +35,7 @@ import argparse
 import sys
 
 from t2t_lite.bin import common
+from t2t_lite.decoding.options import DecodeOptions
 from t2t_lite.errors import UserError
 
 from t2t_lite.serving.ctranslate2_export import QUANTIZATIONS
@@ -52,10 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--checkpoint", default=None,
                         help="e.g. ckpt-1200 or averaged (default newest)")
     parser.add_argument("--data_dir", default=None, help="default: the run's data_dir")
-    parser.add_argument("--beam_size", type=int, default=None, help="default: the run's hparams")
-    parser.add_argument("--alpha", type=float, default=None, help="default: the run's hparams")
-    parser.add_argument("--extra_length", type=int, default=None,
-                        help="default: the run's hparams")
+    # DecodeOptions' fields: each flag's type, default and help are the field's.
+    common.add_option_flags(parser, DecodeOptions, ("beam_size", "alpha", "extra_length"))
     parser.add_argument("--sampling", action="store_true",
                         help="also export sample_ids: sampling instead of beam search")
     parser.add_argument("--text_ops", choices=("core", "tensorflow_text"), default="core",
