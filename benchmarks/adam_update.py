@@ -1,6 +1,6 @@
 """The optimizer update alone: Keras' Adam against the trainer's FusedAdam (issue 28).
 
-    python benchmarks/adam_update.py --size base [--rounds 15] [--out=benchmarks/results/...]
+    python -m benchmarks.adam_update --size base [--rounds 15] [--out=benchmarks/results/...]
 
 A whole training step is too noisy on a shared 2-core machine (steal time) to
 show a change of a few percent, so this times only what the change touched:
@@ -21,16 +21,14 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, ".."))
-sys.path.insert(0, HERE)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-import isa  # noqa: E402
-import train_speed  # noqa: E402
-from machine import append_row, machine_fields  # noqa: E402
+from benchmarks import isa  # noqa: E402
+from benchmarks import train_speed  # noqa: E402
+from benchmarks.machine import append_row, machine_fields  # noqa: E402
 
 
 def build(size: str, name: str):

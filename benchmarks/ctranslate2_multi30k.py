@@ -1,7 +1,7 @@
 """A trained Multi30k run served three ways, side by side in one process (issue 25):
 t2t_lite's decoder, and its CTranslate2 exports in float32 and int8; one JSON row each.
 
-    python benchmarks/ctranslate2_multi30k.py --run_dir=runs/m30k/run \
+    python -m benchmarks.ctranslate2_multi30k --run_dir=runs/m30k/run \
         --raw_dir=../shared/data/multi30k --checkpoint=averaged --threads=2 \
         --out=benchmarks/results/ctranslate2_multi30k.jsonl
 
@@ -27,11 +27,9 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from machine import append_row, machine_fields, parse_field  # noqa: E402
-from multi30k import read_text  # noqa: E402
+from benchmarks.machine import append_row, machine_fields, parse_field  # noqa: E402
+from benchmarks.multi30k import read_text  # noqa: E402
 
 
 def parse_args(argv=None):

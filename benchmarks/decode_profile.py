@@ -1,8 +1,8 @@
 """Where decoding time goes: TensorFlow's profiler on decode_speed.py's workload.
 
-    python benchmarks/decode_profile.py --size bench [--jit] [--top 15]
-    python benchmarks/decode_profile.py --compare_cache_writes [--rounds 3]
-    python benchmarks/decode_profile.py --compare_beams [--rounds 3] [--jit]
+    python -m benchmarks.decode_profile --size bench [--jit] [--top 15]
+    python -m benchmarks.decode_profile --compare_cache_writes [--rounds 3]
+    python -m benchmarks.decode_profile --compare_beams [--rounds 3] [--jit]
 
 Decodes one warm-up batch, then profiles `--batches` batches (decode_speed.py's
 32 x 30 random sources, beam 4, exactly 40 new tokens, 2 intra-op threads)
@@ -45,17 +45,15 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from tensorflow.tsl.profiler.protobuf import xplane_pb2  # noqa: E402
 
-import decode_speed  # noqa: E402
-import isa  # noqa: E402
-from machine import RESULTS, append_row, machine_fields  # noqa: E402
+from benchmarks import decode_speed  # noqa: E402
+from benchmarks import isa  # noqa: E402
+from benchmarks.machine import RESULTS, append_row, machine_fields  # noqa: E402
 from keras import ops  # noqa: E402
 
 from t2t_lite import registry  # noqa: E402

@@ -1,10 +1,10 @@
 """Beam-search decoding throughput of t2t_lite, measured like ../shared/bench/decode_peers.py.
 
-    python benchmarks/decode_speed.py --size bench      # or base, or all (default)
-    python benchmarks/decode_speed.py --size all --jit  # XLA-compiled decoding loop
-    python benchmarks/decode_speed.py --copy_cache      # the cache copied at each write
-    python benchmarks/decode_speed.py --reorder_beams   # caches reordered, not grouped beams
-    python benchmarks/decode_speed.py --shards 1        # one search, not two side by side
+    python -m benchmarks.decode_speed --size bench      # or base, or all (default)
+    python -m benchmarks.decode_speed --size all --jit  # XLA-compiled decoding loop
+    python -m benchmarks.decode_speed --copy_cache      # the cache copied at each write
+    python -m benchmarks.decode_speed --reorder_beams   # caches reordered, not grouped beams
+    python -m benchmarks.decode_speed --shards 1        # one search, not two side by side
 
 A randomly initialized model: "bench" (N=3, d_model=256, d_ff=1024, h=4, vocab 8192)
 and "base" (the paper's base, vocab 32768). Batches of 32 sources of 30 random ids +

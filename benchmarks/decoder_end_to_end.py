@@ -1,6 +1,6 @@
 """`t2t_lite-decoder` end to end, with and without XLA, on real sentences (issue 28).
 
-    python benchmarks/decoder_end_to_end.py --output_dir=RUN --input=FILE \
+    python -m benchmarks.decoder_end_to_end --output_dir=RUN --input=FILE \
         [--lines=1000] [--rounds=2] [--threads=2] [--out=benchmarks/results/...]
 
 Runs the decoder CLI as a user does (`python -m t2t_lite.bin.decoder
@@ -28,10 +28,9 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
 
-import isa  # noqa: E402
-from machine import append_row, machine_fields  # noqa: E402
+from benchmarks import isa  # noqa: E402
+from benchmarks.machine import append_row, machine_fields  # noqa: E402
 
 
 def decoder_row(jit: bool, round_: int, seconds: float, outputs: list[str],

@@ -1,6 +1,6 @@
 """`make demo`, timed stage by stage, and one raw row of every figure the README gives for it.
 
-    python benchmarks/demo.py WORK_DIR [--out benchmarks/results/demo.jsonl]
+    python -m benchmarks.demo WORK_DIR [--out benchmarks/results/demo.jsonl]
 
 Runs the Makefile's `demo` recipe itself (read from the Makefile, so it is
 always the recipe `make demo` runs: the trainer with DEMO_OVERRIDES, averaging
@@ -33,11 +33,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..")
-sys.path.insert(0, ROOT)
-sys.path.insert(0, HERE)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from machine import RESULTS, append_row, machine_fields  # noqa: E402
+from benchmarks.machine import RESULTS, append_row, machine_fields  # noqa: E402
 
 PROBLEM = "algorithmic_reverse"
 STAGES = {"rm": "clean", "t2t_lite-trainer": "train",

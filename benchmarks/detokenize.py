@@ -1,6 +1,6 @@
 """Undoes Moses tokenization, so a tokenized corpus trains the style raw references have.
 
-    from detokenize import moses_detokenize
+    from benchmarks.detokenize import moses_detokenize
     moses_detokenize("Parliament &apos;s role , he said .")  # "Parliament's role, he said."
 
 The OpenNMT toy corpus (WMT news, EN-DE) comes Moses-tokenized and escaped

@@ -1,7 +1,7 @@
 """One JSON row of EVALB figures (COLLINS.prm) for a tree file against gold trees.
 
-    python benchmarks/evalb_row.py --gold=G --test=T --system=NAME [--field key=value ...]
-    python benchmarks/evalb_row.py --gold=G --test=T --system=NAME --by_length=15,25,35
+    python -m benchmarks.evalb_row --gold=G --test=T --system=NAME [--field key=value ...]
+    python -m benchmarks.evalb_row --gold=G --test=T --system=NAME --by_length=15,25,35
 
 Scores the way `benchmarks/parsing.py` does (every line scored, "strict" F1
 counting EVALB's error sentences as unparsed), for a parser that writes its
@@ -20,10 +20,8 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from machine import cpu_model  # noqa: E402
+from benchmarks.machine import cpu_model  # noqa: E402
 
 
 def main():

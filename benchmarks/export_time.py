@@ -1,7 +1,7 @@
 """Time and size of `t2t_lite-exporter` for a randomly initialized model.
 
-    python benchmarks/export_time.py                    # base, 37,000-token vocabulary
-    python benchmarks/export_time.py --hparams=tiny --vocab=12
+    python -m benchmarks.export_time                    # base, 37,000-token vocabulary
+    python -m benchmarks.export_time --hparams=tiny --vocab=12
 
 Writes a run directory (hparams, problem, one checkpoint of random weights) for the
 ids-only problem algorithmic_reverse with the given vocabulary size, exports it with
@@ -21,8 +21,6 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, ".."))
-sys.path.insert(0, HERE)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
@@ -32,7 +30,7 @@ from t2t_lite.runs import weights
 from t2t_lite.decoding import decode_policy
 from t2t_lite.serving import export
 from t2t_lite.runs import run_dir
-from machine import RESULTS, append_row, machine_fields  # noqa: E402
+from benchmarks.machine import RESULTS, append_row, machine_fields  # noqa: E402
 
 
 

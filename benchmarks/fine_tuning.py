@@ -1,6 +1,6 @@
 """Fine-tuning against training from scratch (issue 26): dev BLEU over wall-clock minutes.
 
-    python benchmarks/fine_tuning.py --work_dir=W [--general_minutes=10] [--minutes=10] [--reverse]
+    python -m benchmarks.fine_tuning --work_dir=W [--general_minutes=10] [--minutes=10] [--reverse]
 
 1. Datagen: a general EN-DE corpus (`translate_files` over the OpenNMT toy corpus, WMT news
    text, Moses-tokenized: `--general_raw`; written back as raw text by `detokenize.py`, as
@@ -42,9 +42,8 @@ import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from detokenize import moses_detokenize  # noqa: E402
-from machine import append_row, machine_fields  # noqa: E402
+from benchmarks.detokenize import moses_detokenize  # noqa: E402
+from benchmarks.machine import append_row, machine_fields  # noqa: E402
 
 from t2t_lite import atomic  # noqa: E402
 

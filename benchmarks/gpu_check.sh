@@ -40,4 +40,4 @@ ARGS=${ARGS:-}
 [ -n "${QUICK:-}" ] && ARGS="--quick $ARGS"
 # XLA_PYTHON_CLIENT_MEM_FRACTION: leave room for the device's other users.
 KERAS_BACKEND=jax XLA_PYTHON_CLIENT_MEM_FRACTION=${XLA_PYTHON_CLIENT_MEM_FRACTION:-0.8} \
-  timeout "${LIMIT_S:-480}" "$PY" benchmarks/jax_speed.py $ARGS --out="$OUT/jax_speed.jsonl"
+  timeout "${LIMIT_S:-480}" "$PY" -m benchmarks.jax_speed $ARGS --out="$OUT/jax_speed.jsonl"

@@ -1,6 +1,6 @@
 """What every benchmark row says about the machine it was measured on, and how rows are written.
 
-    from machine import machine_fields, append_row, parse_field
+    from benchmarks.machine import machine_fields, append_row, parse_field
 
 `machine_fields()` is the shared part of a row: the CPU model (/proc/cpuinfo),
 the logical cores, the load average when the row was made (this machine is
@@ -38,7 +38,6 @@ def cpu_model() -> str:
 
 def measured_peak() -> float:
     """The best float32 matmul of this process in FLOP/s (as train_speed.py measures it)."""
-    sys.path.insert(0, os.path.join(HERE, ".."))
     from t2t_lite.training import flops
 
     return flops.matmul_peak("float32", sizes=(1024, 2048, 3072), repeats=3)

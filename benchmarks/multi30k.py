@@ -1,6 +1,6 @@
 """Multi30k EN-DE on a wall-clock budget: the README recipe end to end, one JSON line per stage.
 
-    python benchmarks/multi30k.py --raw_dir=../shared/data/multi30k --work_dir=runs/m30k \
+    python -m benchmarks.multi30k --raw_dir=../shared/data/multi30k --work_dir=runs/m30k \
         --minutes=30,60
 
 1. `t2t_lite-datagen --problem=multi30k_ende` into WORK_DIR/data (skipped when
@@ -42,10 +42,8 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from machine import append_row, machine_fields, parse_field  # noqa: E402
+from benchmarks.machine import append_row, machine_fields, parse_field  # noqa: E402
 
 TEST = "test_2016_flickr"
 DEV = "val"

@@ -1,6 +1,6 @@
 """The exported parser against t2t_lite-decoder on the held-out test sentences.
 
-    python benchmarks/parser_export.py --output_dir=RUN --words=TEST.words [--beam_size=N]
+    python -m benchmarks.parser_export --output_dir=RUN --words=TEST.words [--beam_size=N]
 
 Exports the run (`t2t_lite-exporter`, the checkpoint given or the newest), decodes
 the sentence file (one sentence per line, e.g. the 245 test sentences of
@@ -23,9 +23,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)  # machine
 
-from machine import append_row, machine_fields, parse_field  # noqa: E402
+from benchmarks.machine import append_row, machine_fields, parse_field  # noqa: E402
 
 SERVE = r"""
 import json, sys, time

@@ -1,6 +1,6 @@
 """Labelled F1 (EVALB, COLLINS.prm) of a wsj_parsing run, with and without the tree constraint.
 
-    python benchmarks/parsing.py --output_dir=runs/parse --checkpoints=ckpt-3900,ckpt-7800
+    python -m benchmarks.parsing --output_dir=runs/parse --checkpoints=ckpt-3900,ckpt-7800
 
 For each checkpoint, decodes the problem's test split (held-out files) with
 the run's decoding hparams (beam 21, alpha 0.3, input + 300 for `parsing` and
@@ -21,8 +21,6 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # machine
 
 
 def main():
@@ -55,7 +53,7 @@ def main():
     from t2t_lite.decoding.splits import decode_split
     from t2t_lite.metrics.evalb import evaluate, load_params, strict_f1
 
-    from machine import cpu_model
+    from benchmarks.machine import cpu_model
 
     params = dataclasses.replace(load_params("COLLINS"), max_error=None)  # Score every line.
     extra = {"cpu": cpu_model(), **dict(_field(item) for item in args.field)}

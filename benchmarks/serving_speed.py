@@ -1,6 +1,6 @@
 """serving_default's speed with core-op SentencePiece against tensorflow_text's op (issue 30).
 
-    python benchmarks/serving_speed.py WORK_DIR [--batch=64 --batches=4 --threads=1]
+    python -m benchmarks.serving_speed WORK_DIR [--batch=64 --batches=4 --threads=1]
 
 Builds a small translation run in WORK_DIR (datagen of `translate_files` over newstest2013
 EN-DE with an 8,000-piece vocabulary, a `tiny` model trained `--train_steps` steps), exports it
@@ -19,11 +19,9 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, ".."))
-sys.path.insert(0, HERE)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from machine import RESULTS, append_row, machine_fields  # noqa: E402
+from benchmarks.machine import RESULTS, append_row, machine_fields  # noqa: E402
 
 DATA = os.path.join(HERE, "..", "..", "shared", "data", "wmt14")
 

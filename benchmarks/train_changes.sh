@@ -27,12 +27,12 @@ SCRATCH=$(mktemp)
 for round in $(seq "$ROUNDS"); do
   for size in $SIZES; do
     for setting in $SETTINGS; do
-      .venv/bin/python benchmarks/train_speed.py --size "$size" --jit off \
+      .venv/bin/python -m benchmarks.train_speed --size "$size" --jit off \
         "--$CHANGE" "$setting" >> "$SCRATCH"
     done
   done
 done
-.venv/bin/python benchmarks/isa.py stamp "$SCRATCH" --isa="$ISA"
+.venv/bin/python -m benchmarks.isa stamp "$SCRATCH" --isa="$ISA"
 cat "$SCRATCH" >> "$OUT"
 .venv/bin/python - "$SCRATCH" "$CHANGE" $SETTINGS <<'PY'
 import collections, json, statistics, sys

@@ -1,7 +1,7 @@
 """Before and after one change to the training step, interleaved step by step in one process.
 
-    python benchmarks/train_interleaved.py --change loss --size bench [--steps 24]
-    eval "$(python benchmarks/isa.py env --isa=avx2)"; python benchmarks/train_interleaved.py ...
+    python -m benchmarks.train_interleaved --change loss --size bench [--steps 24]
+    eval "$(python -m benchmarks.isa env --isa=avx2)"; python -m benchmarks.train_interleaved ...
 
 Builds `train_speed.py`'s workload (the trainer's StepRunner, no XLA, the peers'
 random batches) twice, once with the change undone ("before") and once as the
@@ -30,14 +30,12 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, ".."))
-sys.path.insert(0, HERE)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import isa  # noqa: E402
-import train_speed  # noqa: E402
-from machine import RESULTS, append_row, machine_fields  # noqa: E402
-from train_speed import UNDO, undone  # noqa: E402
+from benchmarks import isa  # noqa: E402
+from benchmarks import train_speed  # noqa: E402
+from benchmarks.machine import RESULTS, append_row, machine_fields  # noqa: E402
+from benchmarks.train_speed import UNDO, undone  # noqa: E402
 
 
 def build_and_warm(size, change):

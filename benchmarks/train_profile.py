@@ -1,7 +1,7 @@
 """Where training time goes: TensorFlow's profiler on train_speed.py's workload.
 
-    python benchmarks/train_profile.py --size base [--jit] [--steps 3] [--top 20]
-    ONEDNN_MAX_CPU_ISA=AVX2 python benchmarks/train_profile.py --size base   # AVX2 only
+    python -m benchmarks.train_profile --size base [--jit] [--steps 3] [--top 20]
+    ONEDNN_MAX_CPU_ISA=AVX2 python -m benchmarks.train_profile --size base   # AVX2 only
 
 Builds the trainer's own step (`train_speed.py`: `trainer.build_state` +
 `StepRunner`, the label-smoothed loss, Adam, the default MirroredStrategy) on
@@ -26,16 +26,14 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, ".."))
-sys.path.insert(0, HERE)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
 
-import isa  # noqa: E402
-import train_speed  # noqa: E402
-from decode_profile import op_times  # noqa: E402
-from machine import RESULTS, append_row, machine_fields  # noqa: E402
+from benchmarks import isa  # noqa: E402
+from benchmarks import train_speed  # noqa: E402
+from benchmarks.decode_profile import op_times  # noqa: E402
+from benchmarks.machine import RESULTS, append_row, machine_fields  # noqa: E402
 
 
 

@@ -1,7 +1,7 @@
 """Training throughput and MFU of t2t_lite, measured like ../shared/bench/train_torch.py.
 
-    python benchmarks/train_speed.py --size bench     # or base, or all (default)
-    python benchmarks/train_speed.py --size all --jit on
+    python -m benchmarks.train_speed --size bench     # or base, or all (default)
+    python -m benchmarks.train_speed --size all --jit on
 
 The trainer's own step (`t2t_lite.training.trainer.build_state` + `train_step.StepRunner`:
 the Transformer, label-smoothed loss, Adam with equation 3, under the default
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import json
 import os
 import statistics
@@ -36,7 +37,6 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, ".."))
 THREADS = int(os.environ.get("BENCH_THREADS", "2"))
 
 import keras  # noqa: E402
@@ -65,12 +65,11 @@ def shared_flops(size: str):
     bench = os.path.join(HERE, "..", "..", "shared", "bench")
     if not os.path.exists(os.path.join(bench, "_common.py")):
         return None
-    sys.path.insert(0, bench)
-    try:
-        from _common import CONFIGS, train_flops_per_step
-    finally:
-        sys.path.remove(bench)
-    return float(train_flops_per_step(CONFIGS[size])["total"])
+    spec = importlib.util.spec_from_file_location("_shared_bench_common",
+                                                  os.path.join(bench, "_common.py"))
+    common = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(common)
+    return float(common.train_flops_per_step(common.CONFIGS[size])["total"])
 
 
 class _VocabProblem:

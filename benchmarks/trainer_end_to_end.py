@@ -1,6 +1,6 @@
 """The trainer end to end on Multi30k against its own step on fixed shapes (issue 28).
 
-    python benchmarks/trainer_end_to_end.py --data_dir=DATA --minutes=4 [--jit] \
+    python -m benchmarks.trainer_end_to_end --data_dir=DATA --minutes=4 [--jit] \
         [--overrides=length_bucket_step=1.5] [--out=benchmarks/results/...]
 
 `DATA` is a `t2t_lite-datagen --problem=multi30k_ende` directory (with
@@ -23,7 +23,7 @@ directory is removed at the end. One JSON line:
 - `padding_fraction`: padded target positions over all target positions.
 
 Every row carries `onednn_isa` (what oneDNN reported, `benchmarks/isa.py`; for the
-AVX2 setting run it under `eval "$(.venv/bin/python benchmarks/isa.py env --isa=avx2)"`)
+AVX2 setting run it under `eval "$(.venv/bin/python -m benchmarks.isa env --isa=avx2)"`)
 and the machine (`machine.py`).
 """
 
@@ -39,13 +39,11 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, ".."))
-sys.path.insert(0, HERE)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import isa  # noqa: E402
-import train_speed  # noqa: E402
-from machine import append_row, machine_fields  # noqa: E402
+from benchmarks import isa  # noqa: E402
+from benchmarks import train_speed  # noqa: E402
+from benchmarks.machine import append_row, machine_fields  # noqa: E402
 
 from t2t_lite import registry  # noqa: E402
 from t2t_lite.training import trainer  # noqa: E402

@@ -13,17 +13,18 @@ import types
 
 import pytest
 
-BENCHMARKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks")
-sys.path.insert(0, BENCHMARKS)
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+BENCHMARKS = os.path.join(ROOT, "benchmarks")
+sys.path.insert(0, ROOT)  # `benchmarks` runs from the repository root; it is not installed.
 
-import ctranslate2_multi30k  # noqa: E402
-import decode_profile  # noqa: E402
-import demo  # noqa: E402
-import export_time  # noqa: E402
-import machine  # noqa: E402
-import multi30k  # noqa: E402
-import train_profile  # noqa: E402
-import trainer_end_to_end  # noqa: E402
+from benchmarks import ctranslate2_multi30k  # noqa: E402
+from benchmarks import decode_profile  # noqa: E402
+from benchmarks import demo  # noqa: E402
+from benchmarks import export_time  # noqa: E402
+from benchmarks import machine  # noqa: E402
+from benchmarks import multi30k  # noqa: E402
+from benchmarks import train_profile  # noqa: E402
+from benchmarks import trainer_end_to_end  # noqa: E402
 from t2t_lite.problems.algorithmic import AlgorithmicReverse  # noqa: E402
 from t2t_lite.registry import register_problem  # noqa: E402
 
@@ -250,7 +251,7 @@ def test_multi30k_dev_curve_counts_training_minutes_only():
 
 
 def test_parsing_rows_split_tagging_by_unknown_words():
-    import parsing
+    from benchmarks import parsing
 
     from t2t_lite.data import word_classes
 
@@ -278,7 +279,7 @@ def test_parsing_rows_split_tagging_by_unknown_words():
 
 
 def test_decoder_end_to_end_row():
-    import decoder_end_to_end
+    from benchmarks import decoder_end_to_end
 
     args = types.SimpleNamespace(output_dir="runs/m30k", input="/data/test.en.gz", threads=2)
     first = decoder_end_to_end.decoder_row(False, 0, 10.0, ["a b", "c"], None, args,
@@ -293,7 +294,7 @@ def test_decoder_end_to_end_row():
 
 
 def test_evalb_rows_by_length_band_partition_the_sentences(tmp_path, capsys, monkeypatch):
-    import evalb_row
+    from benchmarks import evalb_row
 
     gold = ["(TOP (S (NP (DT a) (NN b)) (VP (VB c))))",
             "(TOP (S (NP (DT a) (NN b) (NN d) (NN e)) (VP (VB c))))",
@@ -321,7 +322,7 @@ def test_evalb_rows_by_length_band_partition_the_sentences(tmp_path, capsys, mon
 
 
 def test_train_interleaved_rows_and_undone_change():
-    import train_interleaved
+    from benchmarks import train_interleaved
     from t2t_lite.training import losses
 
     args = types.SimpleNamespace(change="loss", size="bench")
