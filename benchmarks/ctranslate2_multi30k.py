@@ -28,8 +28,11 @@ import tempfile
 import time
 
 
-from benchmarks.machine import append_row, machine_fields, parse_field  # noqa: E402
-from benchmarks.multi30k import read_text  # noqa: E402
+from benchmarks.machine import machine_fields
+
+
+from benchmarks.rows import append_row, parse_field
+from benchmarks.multi30k import read_text
 
 
 def parse_args(argv=None):

@@ -35,7 +35,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from benchmarks.machine import RESULTS, append_row, machine_fields  # noqa: E402
+from benchmarks.machine import machine_fields
+
+from benchmarks.rows import RESULTS, append_row
 
 PROBLEM = "algorithmic_reverse"
 STAGES = {"rm": "clean", "t2t_lite-trainer": "train",

@@ -21,7 +21,7 @@ import os
 import sys
 
 
-from benchmarks.machine import cpu_model  # noqa: E402
+from benchmarks.machine import cpu_model
 
 
 def main():

@@ -23,14 +23,15 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import tensorflow as tf  # noqa: E402
+import tensorflow as tf
 
-from t2t_lite import registry  # noqa: E402
+from t2t_lite import registry
 from t2t_lite.runs import weights
 from t2t_lite.decoding import decode_policy
 from t2t_lite.serving import export
 from t2t_lite.runs import run_dir
-from benchmarks.machine import RESULTS, append_row, machine_fields  # noqa: E402
+from benchmarks.machine import machine_fields
+from benchmarks.rows import RESULTS, append_row
 
 
 

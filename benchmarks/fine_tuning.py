@@ -42,10 +42,11 @@ import sys
 import threading
 import time
 
-from benchmarks.detokenize import moses_detokenize  # noqa: E402
-from benchmarks.machine import append_row, machine_fields  # noqa: E402
+from benchmarks.detokenize import moses_detokenize
+from benchmarks.machine import machine_fields
+from benchmarks.rows import append_row
 
-from t2t_lite import atomic  # noqa: E402
+from t2t_lite import atomic
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(os.path.dirname(ROOT), "shared", "data")

@@ -43,7 +43,10 @@ import sys
 import time
 
 
-from benchmarks.machine import append_row, machine_fields, parse_field  # noqa: E402
+from benchmarks.machine import machine_fields
+
+
+from benchmarks.rows import append_row, parse_field
 
 TEST = "test_2016_flickr"
 DEV = "val"

@@ -24,7 +24,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-from benchmarks.machine import append_row, machine_fields, parse_field  # noqa: E402
+from benchmarks.machine import machine_fields
+
+from benchmarks.rows import append_row, parse_field
 
 SERVE = r"""
 import json, sys, time

@@ -21,7 +21,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from benchmarks.machine import RESULTS, append_row, machine_fields  # noqa: E402
+from benchmarks.machine import machine_fields
+
+from benchmarks.rows import RESULTS, append_row
 
 DATA = os.path.join(HERE, "..", "..", "shared", "data", "wmt14")
 
