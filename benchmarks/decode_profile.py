@@ -110,7 +110,8 @@ def compare(args, sources, machine) -> None:
                    for name, reorder in BEAMS.items()}
         make_row = beams_row
     for name, seconds in interleaved(decodes, args, sources).items():
-        append_row(make_row(args, name, seconds, machine), args.out, benchmark="decode_profile")
+        append_row({**make_row(args, name, seconds, machine), "setting": name}, args.out,
+                   benchmark="decode_profile")
 
 
 def profile(args, sources, machine) -> None:

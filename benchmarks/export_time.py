@@ -1,7 +1,7 @@
 """Time and size of `t2t_lite-exporter` for a randomly initialized model.
 
-    python -m benchmarks.export_time                    # base, 37,000-token vocabulary
-    python -m benchmarks.export_time --hparams=tiny --vocab=12
+    python -m benchmarks.export time                    # base, 37,000-token vocabulary
+    python -m benchmarks.export time --hparams=tiny --vocab=12
 
 Writes a run directory (hparams, problem, one checkpoint of random weights) for the
 ids-only problem algorithmic_reverse with the given vocabulary size, exports it with
@@ -34,7 +34,6 @@ from benchmarks.machine import machine_fields
 from benchmarks.rows import RESULTS, append_row
 
 
-
 def export_row(hparams_name, vocab, params, result, source_lengths, machine) -> dict:
     """The row of one export: `result` is `export.export`'s (seconds, size_bytes, signatures)."""
     return {"bench": "export", "date": datetime.date.today().isoformat(),
@@ -44,13 +43,14 @@ def export_row(hparams_name, vocab, params, result, source_lengths, machine) -> 
             "tensorflow": tf.__version__, **machine}
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hparams", default="base")
     parser.add_argument("--vocab", type=int, default=37000)
     parser.add_argument("--out", default=os.path.join(RESULTS, "export_time.jsonl"),
                         help="the row is appended here (- : print only)")
-    args = parser.parse_args()
+
+
+def main(args):
     tf.config.threading.set_intra_op_parallelism_threads(2)
     machine = machine_fields()  # Before the export, in the same process.
     hparams = registry.hparams(args.hparams)
@@ -66,7 +66,3 @@ def main():
         append_row(export_row(args.hparams, args.vocab, model.count_params(), result,
                               decode_policy.source_buckets(hparams.max_length), machine),
                    args.out)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,5 +1,5 @@
 #!/bin/bash
-# One prepared command for the accelerator machine (issue 27): t2t_lite's
+# One prepared command for the accelerator machine: t2t_lite's
 # Transformer under Keras's JAX backend, `base` and `big` training steps with
 # precision=mixed_bfloat16 (tokens/s, MFU against the bf16 matmul rate it
 # measures itself) and beam-4 decoding tokens/s, by benchmarks/jax_speed.py.

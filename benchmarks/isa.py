@@ -1,4 +1,4 @@
-"""The instruction set a side-by-side run used, stamped into its rows (issue 28).
+"""The instruction set a side-by-side run used, stamped into its rows.
 
     python -m benchmarks.isa probe            # prints what oneDNN reports, e.g. "Intel AVX2"
     python -m benchmarks.isa stamp ROWS.jsonl --isa=avx2

@@ -1,6 +1,6 @@
 """Multi30k EN-DE on a wall-clock budget: the README recipe end to end, one JSON line per stage.
 
-    python -m benchmarks.multi30k --raw_dir=../shared/data/multi30k --work_dir=runs/m30k \
+    python -m benchmarks.quality multi30k --raw_dir=../shared/data/multi30k --work_dir=runs/m30k \
         --minutes=30,60
 
 1. `t2t_lite-datagen --problem=multi30k_ende` into WORK_DIR/data (skipped when
@@ -186,9 +186,7 @@ def trained_fields(minutes, args, data_dir, seconds, result) -> dict:
             "tokens_per_second": round(rate, 1) if math.isfinite(rate) else None}
 
 
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--raw_dir", required=True, help="Multi30k task 1 raw files")
     parser.add_argument("--work_dir", required=True, help="data/ and run/ go here")
     parser.add_argument("--run_dir", default=None, help="default WORK_DIR/run")
@@ -214,6 +212,12 @@ def parse_args(argv=None):
                         help="key=value added to every row (numbers stay numbers)")
     parser.add_argument("--out", default=None,
                         help="also append the rows here (benchmarks/results/multi30k.jsonl)")
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
     args = parser.parse_args(argv)
     args.first = TEST if args.score_on == "test" else DEV
     return args
@@ -227,8 +231,10 @@ def read_tests(args) -> dict:
                    read_text(args.raw_dir, name + ".de")[:limit]) for name in names}
 
 
-def main():
-    args = parse_args()
+def main(args=None):
+    """`args` from the entry point, or parsed from the command line."""
+    args = args or parse_args()
+    args.first = TEST if args.score_on == "test" else DEV
     from t2t_lite import registry
     from t2t_lite.data import datagen
     from t2t_lite.data.options import DatagenOptions
@@ -279,7 +285,3 @@ def main():
         done = minutes
         emit(trained_fields(minutes, args, data_dir, time.time() - start, result),
              os.path.basename(result.checkpoint), hparams, i == len(budgets) - 1)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,6 +1,6 @@
 """Labelled F1 (EVALB, COLLINS.prm) of a wsj_parsing run, with and without the tree constraint.
 
-    python -m benchmarks.parsing --output_dir=runs/parse --checkpoints=ckpt-3900,ckpt-7800
+    python -m benchmarks.parse scores --output_dir=runs/parse --checkpoints=ckpt-3900,ckpt-7800
 
 For each checkpoint, decodes the problem's test split (held-out files) with
 the run's decoding hparams (beam 21, alpha 0.3, input + 300 for `parsing` and
@@ -22,10 +22,7 @@ import sys
 import time
 
 
-
-def main():
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output_dir", required=True)
     parser.add_argument("--checkpoints", default="", help="comma-separated (default newest)")
     parser.add_argument("--data_dir", default=None)
@@ -46,7 +43,9 @@ def main():
     parser.add_argument("--span_bias", type=float, default=None,
                         help="span_transformer: the decoding bias of a span's phrase "
                              "log-odds (default: the run's hparams)")
-    args = parser.parse_args()
+
+
+def main(args):
 
     from t2t_lite.runs.load import load_run
     from t2t_lite.decoding.options import DecodeOptions
@@ -140,7 +139,3 @@ def _field(item: str):
         return key, json.loads(value)
     except json.JSONDecodeError:
         return key, value
-
-
-if __name__ == "__main__":
-    main()

@@ -65,10 +65,10 @@ def trainer_row(args, command: list[str], seconds: float, windows: list, machine
                 onednn_isa: str | None) -> dict:
     """The row: the process's wall time, steps per second and the log windows' rates."""
     steady = [rate for _, rate in windows[2:]] or [rate for _, rate in windows]
+    shown = ["--output_dir=RUN" if a.startswith("--output_dir=") else a for a in command[1:]]
     return {"bench": "trainer_speed", "system": "t2t_lite-trainer" + (" --jit" if args.jit else ""),
             "setting": args.size, "problem": command[3].split("=", 1)[1],
-            "hparams": args.hparams, "command": " ".join(
-                "--output_dir=RUN" if a.startswith("--output_dir=") else a for a in command[1:]), "size": args.size,
+            "hparams": args.hparams, "command": " ".join(shown), "size": args.size,
             "jit": args.jit, "steps": args.steps, "wall_seconds": round(seconds, 2),
             "steps_per_s": round(args.steps / seconds, 3), "windows": windows,
             "steady_tokens_per_s": round(statistics.median(steady), 1) if steady else None,

@@ -149,3 +149,33 @@ def test_the_trainer_command_trains_on_the_synthetic_problem(tmp_path):
                          "--hparams_overrides=batch_size=256", f"--output_dir={output_dir}",
                          "--train_steps=2", "--eval_every_steps=0"]) in (0, None)
     assert any(name.startswith("ckpt-2") for name in os.listdir(output_dir))
+
+
+ENTRY_POINTS = ("train", "decode", "quality", "parse", "export")
+
+
+def test_one_entry_point_per_question_reaches_every_benchmark():
+    import importlib
+
+    reached = []
+    for name in ENTRY_POINTS:
+        entry = importlib.import_module(f"benchmarks.{name}")
+        parser = cli.build_parser(f"benchmarks.{name}", entry.__doc__, entry.COMMANDS)
+        for command, module in entry.COMMANDS.items():
+            assert parser.parse_args([command] + _required(command)).module.__name__ == module
+        reached += entry.COMMANDS.values()
+    with_arguments = {f"benchmarks.{name[:-3]}" for name, text in _sources()
+                      if "def add_arguments(" in text}
+    assert with_arguments == set(reached)
+    runnable = {name[:-3] for name, text in _sources()
+                if re.search(r'^if __name__ == "__main__":', text, re.M)}
+    assert runnable == set(ENTRY_POINTS) | {"isa", "jax_speed"}  # jax_speed: no TensorFlow.
+
+
+def _required(command: str) -> list[str]:
+    """The required flags of the subcommands that have some (fake values)."""
+    return {"decoder": ["--output_dir=r", "--input=f"], "multi30k": ["--raw_dir=r", "--work_dir=w"],
+            "fine_tuning": ["--work_dir=w"], "demo": ["w"], "scores": ["--output_dir=r"],
+            "evalb": ["--gold=g", "--test=t", "--system=s"],
+            "export": ["--output_dir=r", "--words=w"], "serving": ["w"],
+            "ctranslate2": ["--run_dir=r", "--raw_dir=d"]}.get(command, [])

@@ -16,7 +16,7 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 @pytest.mark.slow
 @needs_data("multi30k")
 def test_recipe_trains_averages_decodes_and_scores(tmp_path):
-    command = [sys.executable, "-m", "benchmarks.multi30k",
+    command = [sys.executable, "-m", "benchmarks.quality", "multi30k",
                f"--raw_dir={data_file('multi30k')}", f"--work_dir={tmp_path}",
                "--minutes=0.2,0.4", "--save_checkpoints_steps=1", "--average=3",
                "--test_limit=20", "--eval_decode_examples=10",

@@ -53,7 +53,7 @@ recipe stage by stage and writes the row. The export rows time `t2t_lite-exporte
     Table("demo.jsonl", "make demo", "Exact-sequence accuracy on the 1,000 held-out test "
           "sequences (beam 4, last-5 average), the seconds of each stage, and the training "
           "rate in non-padding target tokens per second.",
-          "python -m benchmarks.demo WORK_DIR",
+          "python -m benchmarks.quality demo WORK_DIR",
           (("problem", "problem"), ("parameters", "parameters"),
            ("accuracy, averaged, beam 4", "accuracy.averaged.percent"),
            ("last checkpoint, greedy", "accuracy.last_greedy.percent"), ("seconds", "seconds"),
@@ -61,7 +61,7 @@ recipe stage by stage and writes the row. The export rows time `t2t_lite-exporte
            ("dev exact match by step", lambda r: ", ".join(
                f"{e['step']}: {e['exact_match']}" for e in r.get("dev_evaluations", []))))),
     Table("export_time.jsonl", "t2t_lite-exporter", "Wall time of one SavedModel export and "
-          "its size on disk.", "python -m benchmarks.export_time [--hparams=tiny --vocab=12]",
+          "its size on disk.", "python -m benchmarks.export time [--hparams=tiny --vocab=12]",
           (("hparams", "hparams"), ("parameters", "params"), ("vocabulary", "vocab"),
            ("source lengths traced", "source_lengths"), ("signatures", "signatures"),
            ("seconds", "seconds"), ("MiB", "mib"))),
@@ -76,7 +76,7 @@ never on test). `averaged` is the mean of the last 5 checkpoints, as section 6.1
           "`t2t_lite-trainer --problem=multi30k_ende --hparams=multi30k` for 30 and 60 minutes "
           "(the system column says when a run had one core of two), and the keras-hub model of "
           "`../shared/bench/` trained as its own script does.",
-          "python -m benchmarks.multi30k --raw_dir=../shared/data/multi30k --work_dir=W --minutes=60",
+          "python -m benchmarks.quality multi30k --raw_dir=../shared/data/multi30k --work_dir=W --minutes=60",
           (("system", "system"), ("scored on", "scored_on"), *BLEU_COLUMNS,
            ("keras-hub BLEU 30 / 60 min", lambda r: (
                f"{r['bleu_test2016_30min']} / {r['bleu_test2016_60min']}"
@@ -96,14 +96,14 @@ never on test). `averaged` is the mean of the last 5 checkpoints, as section 6.1
           "The averaged 30-minute `multi30k` model, decoded by `t2t_lite-decoder`'s search and by "
           "its CTranslate2 exports: all 1,000 test2016 sentences, beam 4, 2 threads each, text "
           "in to text out.",
-          "python -m benchmarks.ctranslate2_multi30k --output_dir=RUN --raw_dir=../shared/data/multi30k",
+          "python -m benchmarks.export ctranslate2 --output_dir=RUN --raw_dir=../shared/data/multi30k",
           (("system", "system"), ("BLEU", "bleu"), ("sentences/s", "sentences_per_s"),
            ("target tokens/s", "target_tokens_per_s"), ("export MiB", "export_mib"))),
     Table("fine_tuning.jsonl", "Fine-tuning against training from scratch",
           "`--init_from` a general run, side by side with the same model trained from scratch "
           "for the same minutes, one core each; the last dev evaluation (greedy decodes of "
           "`dev_decode_examples` dev sentences).",
-          "python -m benchmarks.fine_tuning --work_dir=W [--multi30k_split=5000]",
+          "python -m benchmarks.quality fine_tuning --work_dir=W [--multi30k_split=5000]",
           (("run", "run"), ("target problem", "problem"), ("general problem", "general_problem"),
            ("in-domain split", "multi30k_split"), ("overrides", "overrides"),
            ("minutes", "minutes"), ("last step", last_eval(0)), ("dev NLL", last_eval(2)),
@@ -126,29 +126,29 @@ error sentences as unparsed. The anchor is supar's CRF constituency parser
     Table("parsing_by_length.jsonl", "Dev F1 by sentence length",
           "EVALB on the dev trees of each system, split by sentence length; `session` pairs a "
           "t2t_lite model with the supar model of its hour.",
-          "python -m benchmarks.evalb_row --by_length=15,25,35 ...",
+          "python -m benchmarks.parse evalb --by_length=15,25,35 ...",
           (("system", "system"), ("session", "session"), ("words", "length"),
            ("sentences", "sentences"), ("F1", "f1"), ("recall", "recall"),
            ("precision", "precision"))),
     Table("parsing_dev_ablations.jsonl", "Levers measured on dev",
           "One change at a time against the set named in `system`, scored on the 273 dev "
-          "sentences.", "python -m benchmarks.parsing --split=dev --modes=constrained ...",
+          "sentences.", "python -m benchmarks.parse scores --split=dev --modes=constrained ...",
           (("system", "system"), ("lever", "lever"), ("overrides", "overrides"),
            ("minutes", "minutes"), ("span bias", "span_bias"), *PARSE_COLUMNS[1:6])),
     Table("parsing_ptb_sample.jsonl", "Sequence-to-sequence sets on test",
           "The plain and aligned sequence-to-sequence sets, beam 21, alpha 0.3.",
-          "python -m benchmarks.parsing --output_dir=RUN --checkpoints=...",
+          "python -m benchmarks.parse scores --output_dir=RUN --checkpoints=...",
           (("system", "system"), ("overrides", "overrides"), ("minutes", "minutes"),
            *PARSE_COLUMNS)),
     Table("parsing_word_source.jsonl", "`parsing_small` with a word-level source, on test",
           "Constrained (tree constraint and tag dictionary), tree constraint only, and "
           "unconstrained search.",
-          "python -m benchmarks.parsing --output_dir=RUN --checkpoints=ckpt-A,ckpt-B",
+          "python -m benchmarks.parse scores --output_dir=RUN --checkpoints=ckpt-A,ckpt-B",
           PARSE_COLUMNS),
     Table("parser_export.jsonl", "The exported parser against t2t_lite-decoder",
           "The SavedModel, loaded in a process without t2t_lite or tensorflow-text, parses the "
           "245 test sentences; trees compared with the decoder's.",
-          "python -m benchmarks.parser_export --output_dir=RUN --words=test.words",
+          "python -m benchmarks.parse export --output_dir=RUN --words=test.words",
           (("checkpoint", "checkpoint"), ("beam", "beam_size"), ("sentences", "sentences"),
            ("identical trees", "identical_trees"), ("export s", "export_seconds"),
            ("SavedModel MiB", "saved_model_mib"), ("decoder s", "decoder_seconds"),
@@ -253,7 +253,7 @@ same run.
     Table("serving_speed.jsonl", "The serving signature: core ops against tensorflow_text",
           "`serving_default` of a `tiny` model (beam 4, batches of 64 newstest2014 sentences) "
           "with the SentencePiece tokenizer in core TensorFlow ops or tensorflow_text's op.",
-          "python -m benchmarks.serving_speed WORK_DIR",
+          "python -m benchmarks.export serving WORK_DIR",
           (("--text_ops", "text_ops"), ("serving_default sentences/s",
                                         "serving_default_sentences_per_s"),
            ("tokenizer sentences/s", "tokenize_sentences_per_s"))),
