@@ -42,7 +42,7 @@ import tensorflow as tf
 
 from benchmarks import decode_speed, harness, isa, workloads
 from benchmarks.machine import machine_fields
-from benchmarks.profiling import op_times
+from benchmarks.profiling import op_times, top_ops
 from benchmarks.rows import RESULTS, append_row
 
 # name -> the search's `in_place` (the self-attention cache written in place or copied).
@@ -73,12 +73,8 @@ def beams_row(args, name: str, seconds: list[float], machine: dict) -> dict:
 def profile_row(args, wall: float, seconds: dict, counts: dict, logdir: str,
                 machine: dict) -> dict:
     """The profile row: wall and kernel seconds per batch, op runs per step, the top op types."""
-    kernel = sum(seconds.values()) / args.batches
     steps = args.batches * workloads.NEW_TOKENS
-    ranked = sorted(seconds.items(), key=lambda item: -item[1])[:args.top]
-    top = [{"op": kind, "seconds_per_batch": round(s / args.batches, 4),
-            "share": round(s / args.batches / kernel, 4),
-            "per_step": round(counts[kind] / steps, 1)} for kind, s in ranked]
+    kernel, top = top_ops(seconds, counts, args.batches, steps, args.top, "batch")
     return {"bench": "decode_profile", "size": args.size, "jit": args.jit,
             "threads": args.threads,
             "wall_seconds_per_batch": round(wall, 4),

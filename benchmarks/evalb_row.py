@@ -17,9 +17,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
-import sys
-
 
 from benchmarks.machine import cpu_model
 

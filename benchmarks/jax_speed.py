@@ -32,7 +32,6 @@ import argparse
 import json
 import os
 import platform
-import sys
 import time
 
 os.environ.setdefault("KERAS_BACKEND", "jax")

@@ -18,7 +18,6 @@ import argparse
 import dataclasses
 import json
 import os
-import sys
 import time
 
 

@@ -43,3 +43,12 @@ def op_times(logdir: str) -> tuple[dict, dict]:
                     seconds[kind] += event.duration_ps * 1e-12
                     counts[kind] += 1
     return seconds, counts
+
+
+def top_ops(seconds: dict, counts: dict, units: int, steps: int, top: int, unit: str):
+    """(kernel seconds per unit, the `top` op types: seconds per unit, share, runs per step)."""
+    kernel = sum(seconds.values()) / units
+    ranked = sorted(seconds.items(), key=lambda item: -item[1])[:top]
+    return kernel, [{"op": kind, f"seconds_per_{unit}": round(s / units, 4),
+                     "share": round(s / units / kernel, 4),
+                     "per_step": round(counts[kind] / steps, 1)} for kind, s in ranked]

@@ -24,13 +24,12 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf
 
 from benchmarks import isa, workloads
-from benchmarks.profiling import op_times
+from benchmarks.profiling import op_times, top_ops
 from benchmarks.machine import machine_fields
 from benchmarks.rows import RESULTS, append_row
 
@@ -39,11 +38,7 @@ from benchmarks.rows import RESULTS, append_row
 def profile_row(args, wall: float, seconds: dict, counts: dict, machine: dict,
                 onednn_isa: str | None) -> dict:
     """Wall and kernel seconds per step, op runs per step, the top op types."""
-    kernel = sum(seconds.values()) / args.steps
-    ranked = sorted(seconds.items(), key=lambda item: -item[1])[:args.top]
-    top = [{"op": kind, "seconds_per_step": round(s / args.steps, 4),
-            "share": round(s / args.steps / kernel, 4),
-            "per_step": round(counts[kind] / args.steps, 1)} for kind, s in ranked]
+    kernel, top = top_ops(seconds, counts, args.steps, args.steps, args.top, "step")
     return {"bench": "train_profile", "size": args.size, "jit": args.jit,
             "threads": workloads.THREADS, "steps": args.steps,
             "wall_seconds_per_step": round(wall, 4),
