@@ -179,7 +179,7 @@ def stage_row(common: dict, trained: dict | None, scored: dict, rates: dict | No
 def trained_fields(minutes, args, data_dir, seconds, result) -> dict:
     """What a training stage measured: budget, hparams, wall seconds, last window's tokens/s."""
     rate = result.tokens_per_second
-    return {"minutes": minutes, "hparams": args.hparams, "scored_on": args.first,
+    return {"minutes": minutes, "hparams": args.hparams, "scored_on": scored_split(args),
             "data_dir": data_dir, "overrides": args.hparams_overrides,
             "wall_seconds": round(seconds, 1),
             # The last log window's rate; None (JSON null) when the run was too short to log.
@@ -218,14 +218,17 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser)
-    args = parser.parse_args(argv)
-    args.first = TEST if args.score_on == "test" else DEV
-    return args
+    return parser.parse_args(argv)
+
+
+def scored_split(args) -> str:
+    """The file stem of the split the stages score: test2016, or val with --score_on=dev."""
+    return TEST if args.score_on == "test" else DEV
 
 
 def read_tests(args) -> dict:
     """name -> (source lines, reference lines) of the scored sets."""
-    names = [args.first] + (list(HELD_OUT) if args.held_out else [])
+    names = [scored_split(args)] + (list(HELD_OUT) if args.held_out else [])
     limit = args.test_limit or None
     return {name: (read_text(args.raw_dir, name + ".en")[:limit],
                    read_text(args.raw_dir, name + ".de")[:limit]) for name in names}
@@ -234,7 +237,6 @@ def read_tests(args) -> dict:
 def main(args=None):
     """`args` from the entry point, or parsed from the command line."""
     args = args or parse_args()
-    args.first = TEST if args.score_on == "test" else DEV
     from t2t_lite import registry
     from t2t_lite.data import datagen
     from t2t_lite.data.options import DatagenOptions
@@ -270,7 +272,7 @@ def main(args=None):
         names = args.evaluate.split(",")
         for i, name in enumerate(names):
             emit({"minutes": budgets[i] if i < len(budgets) else None,
-                  "scored_on": args.first}, name, hparams, i == len(budgets) - 1)
+                  "scored_on": scored_split(args)}, name, hparams, i == len(budgets) - 1)
         return
     hparams = registry.hparams(args.hparams).override(args.hparams_overrides)
     done = 0.0
