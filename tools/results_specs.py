@@ -76,7 +76,8 @@ never on test). `averaged` is the mean of the last 5 checkpoints, as section 6.1
           "`t2t_lite-trainer --problem=multi30k_ende --hparams=multi30k` for 30 and 60 minutes "
           "(the system column says when a run had one core of two), and the keras-hub model of "
           "`../shared/bench/` trained as its own script does.",
-          "python -m benchmarks.quality multi30k --raw_dir=../shared/data/multi30k --work_dir=W --minutes=60",
+          "python -m benchmarks.quality multi30k --raw_dir=../shared/data/multi30k "
+          "--work_dir=W --minutes=60",
           (("system", "system"), ("scored on", "scored_on"), *BLEU_COLUMNS,
            ("keras-hub BLEU 30 / 60 min", lambda r: (
                f"{r['bleu_test2016_30min']} / {r['bleu_test2016_60min']}"
@@ -96,7 +97,8 @@ never on test). `averaged` is the mean of the last 5 checkpoints, as section 6.1
           "The averaged 30-minute `multi30k` model, decoded by `t2t_lite-decoder`'s search and by "
           "its CTranslate2 exports: all 1,000 test2016 sentences, beam 4, 2 threads each, text "
           "in to text out.",
-          "python -m benchmarks.export ctranslate2 --output_dir=RUN --raw_dir=../shared/data/multi30k",
+          "python -m benchmarks.export ctranslate2 --run_dir=RUN "
+          "--raw_dir=../shared/data/multi30k",
           (("system", "system"), ("BLEU", "bleu"), ("sentences/s", "sentences_per_s"),
            ("target tokens/s", "target_tokens_per_s"), ("export MiB", "export_mib"))),
     Table("fine_tuning.jsonl", "Fine-tuning against training from scratch",
@@ -239,7 +241,8 @@ same run.
            ("identical lines", "identical_lines"))),
     Table("decoder_end_to_end_avx2.jsonl", "t2t_lite-decoder on a test file, AVX2",
           "The same, held to AVX2.",
-          'eval "$(python -m benchmarks.isa env --isa=avx2)"; python -m benchmarks.decode decoder ...',
+          'eval "$(python -m benchmarks.isa env --isa=avx2)"; '
+          "python -m benchmarks.decode decoder ...",
           (("XLA", "jit"), ("round", "round"), ("threads", "threads"), ("sentences", "sentences"),
            ("seconds", "wall_seconds"), ("sentences/s", "sentences_per_s"),
            ("identical lines", "identical_lines"))),
