@@ -1,7 +1,7 @@
-"""A trained Multi30k run served three ways, side by side in one process (issue 25):
+"""A trained Multi30k run served three ways, side by side in one process:
 t2t_lite's decoder, and its CTranslate2 exports in float32 and int8; one JSON row each.
 
-    python benchmarks/ctranslate2_multi30k.py --run_dir=runs/m30k/run \
+    python -m benchmarks.export ctranslate2 --run_dir=runs/m30k/run \
         --raw_dir=../shared/data/multi30k --checkpoint=averaged --threads=2 \
         --out=benchmarks/results/ctranslate2_multi30k.jsonl
 
@@ -27,16 +27,15 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from machine import append_row, machine_fields, parse_field  # noqa: E402
-from multi30k import read_text  # noqa: E402
+from benchmarks.machine import machine_fields
 
 
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+from benchmarks.rows import append_row, parse_field
+from benchmarks.multi30k import read_text
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run_dir", required=True, help="a multi30k_ende run")
     parser.add_argument("--raw_dir", required=True, help="Multi30k task 1 raw files")
     parser.add_argument("--checkpoint", default="averaged")
@@ -50,6 +49,12 @@ def parse_args(argv=None):
     parser.add_argument("--field", action="append", default=[],
                         help="key=value added to every row")
     parser.add_argument("--out", default=None, help="also append the rows here")
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
     return parser.parse_args(argv)
 
 
@@ -101,8 +106,9 @@ def row(system, outputs, seconds, references, target_vocab, common, **extra) -> 
             "target_tokens_per_s": round(tokens / seconds, 1), **extra}
 
 
-def main():
-    args = parse_args()
+def main(args=None):
+    """`args` from the entry point, or parsed from the command line."""
+    args = args or parse_args()
     if args.test.startswith("test_2017"):
         sys.exit("ctranslate2_multi30k.py: the 2017 test sets are held out; use test_2016_flickr")
     os.environ["TF_NUM_INTRAOP_THREADS"] = str(args.threads)
@@ -136,7 +142,3 @@ def main():
         append_row(row(f"CTranslate2 {quantization}", outputs, seconds, references,
                        target_vocab, common, export_mib=round(export.size_bytes / 2**20, 1),
                        quantization=quantization), args.out)
-
-
-if __name__ == "__main__":
-    main()

@@ -20,11 +20,11 @@ RUN=$(mktemp)  # This run's rows, stamped, then appended to $OUT.
 "$TORCH_PY" ../shared/bench/peak.py --framework torch >> "$RUN"
 .venv/bin/python ../shared/bench/peak.py --framework tf >> "$RUN"
 "$TORCH_PY" ../shared/bench/decode_peers.py --size all --no-int8 >> "$RUN"
-.venv/bin/python benchmarks/decode_speed.py --size all --jit >> "$RUN"
-.venv/bin/python benchmarks/decode_speed.py --size all >> "$RUN"
-.venv/bin/python benchmarks/decode_speed.py --size all --shards 1 >> "$RUN"  # One search.
-.venv/bin/python benchmarks/decode_speed.py --size all --shards 1 --reorder_beams >> "$RUN"  # The library before grouped beams and shards.
-.venv/bin/python benchmarks/isa.py stamp "$RUN" --isa="$ISA"
+.venv/bin/python -m benchmarks.decode speed --size all --jit >> "$RUN"
+.venv/bin/python -m benchmarks.decode speed --size all >> "$RUN"
+.venv/bin/python -m benchmarks.decode speed --size all --shards 1 >> "$RUN"  # One search.
+.venv/bin/python -m benchmarks.decode speed --size all --shards 1 --reorder_beams >> "$RUN"  # Caches reordered, one search.
+.venv/bin/python -m benchmarks.isa stamp "$RUN" --isa="$ISA"
 cat "$RUN" >> "$OUT"
 .venv/bin/python - "$RUN" <<'PY'
 import json, sys

@@ -1,44 +1,37 @@
 """Beam-search decoding throughput of t2t_lite, measured like ../shared/bench/decode_peers.py.
 
-    python benchmarks/decode_speed.py --size bench      # or base, or all (default)
-    python benchmarks/decode_speed.py --size all --jit  # XLA-compiled decoding loop
-    python benchmarks/decode_speed.py --copy_cache      # the cache copied at each write
-    python benchmarks/decode_speed.py --reorder_beams   # caches reordered, not grouped beams
-    python benchmarks/decode_speed.py --shards 1        # one search, not two side by side
+    python -m benchmarks.decode speed --size bench      # or base, or all (default)
+    python -m benchmarks.decode speed --size all --jit  # XLA-compiled decoding loop
+    python -m benchmarks.decode speed --copy_cache      # the cache copied at each write
+    python -m benchmarks.decode speed --reorder_beams   # caches reordered, not grouped beams
+    python -m benchmarks.decode speed --shards 1        # one search, not two side by side
 
-A randomly initialized model: "bench" (N=3, d_model=256, d_ff=1024, h=4, vocab 8192)
-and "base" (the paper's base, vocab 32768). Batches of 32 sources of 30 random ids +
-EOS, beam 4, alpha 0.6, exactly 40 generated tokens per sentence (min_decode_length
-== max, so every system does the same work), 2 threads as the library splits them
-(`t2t_lite.decoding.parallel`: without XLA 2 searches side by side, each on 1
-intra-op thread; with XLA one search on 2), 1 warm-up batch + N timed. Prints one JSON line per size: tokens/s = 32 * 40 / median seconds per batch.
+A randomly initialized model of `benchmarks.workloads`' size, its decoding
+batches (32 sources of 30 random ids + EOS, beam 4, alpha 0.6, exactly 40
+generated tokens per sentence: min_decode_length == max, so every system does
+the same work), 2 threads as the library splits them (`t2t_lite.decoding.parallel`:
+without XLA 2 searches side by side, each on 1 intra-op thread; with XLA one
+search on 2), 1 warm-up batch + N timed. One row per size: tokens/s = 32 * 40 /
+median seconds per batch.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import tensorflow as tf
 
-from t2t_lite import registry  # noqa: E402
-from t2t_lite.runs import weights
+from benchmarks import workloads
+from benchmarks.machine import cheap_fields
+from benchmarks.rows import append_row
+from benchmarks.workloads import ALPHA, BATCH, BEAM, NEW_TOKENS, SOURCE_LENGTH
 from t2t_lite.decoding import parallel
 from t2t_lite.decoding.search import search
-from t2t_lite.ids import EOS_ID  # noqa: E402
-
-SIZES = {
-    "bench": ("num_layers=3,d_model=256,d_ff=1024,num_heads=4", 8192),
-    "base": ("", 32768),
-}
-BATCH, SOURCE_LENGTH, NEW_TOKENS, BEAM, ALPHA = 32, 30, 40, 4, 0.6
-
 
 THREADS = 2
 
@@ -53,11 +46,10 @@ def make_decode(model, jit: bool, copy_cache: bool = False, reorder_beams: bool 
     """A traced function: sources int32 [B, S+1] -> sequences [B, K, 40].
 
     As `t2t_lite-decoder`: without XLA the self-attention cache is written in
-    place, unless `copy_cache` (the library's way before 2026-12-06), and the
-    beams are grouped; with XLA (or `reorder_beams`) the caches are repeated and
-    reordered per beam (the library's way with XLA, and without it before
-    grouped beams). The batch is split into `shards` searches side by side
-    (`parallel.sharded`).
+    place, unless `copy_cache` (`search(..., in_place=False)`), and the beams are
+    grouped; with XLA (or `reorder_beams`: `search(..., grouped=False)`) the caches
+    are repeated and reordered per beam. The batch is split into `shards`
+    searches side by side (`parallel.sharded`).
     """
     if reorder_beams is None:
         reorder_beams = jit
@@ -73,31 +65,30 @@ def make_decode(model, jit: bool, copy_cache: bool = False, reorder_beams: bool 
     return tf.function(decode, input_signature=[spec], jit_compile=jit)
 
 
+def system_name(jit: bool, copy_cache: bool, reorder_beams: bool, shards: int) -> str:
+    return (f"t2t_lite beam_search (TF, fp32{', XLA' if jit else ''}"
+            f"{', cache copied' if copy_cache else ''}"
+            f"{', beams reordered' if reorder_beams and not jit else ''}"
+            f"{', one search' if shards == 1 and not jit else ''})")
+
+
 def run(size: str, batches: int, jit: bool, copy_cache: bool = False,
         reorder_beams: bool | None = None, shards: int = 1) -> dict:
-    overrides, vocab = SIZES[size]
-    hparams = registry.hparams("base").override(overrides)
-    model = weights.build_model(hparams, vocab)
+    model = workloads.decode_model(size)
     decode = make_decode(model, jit, copy_cache, reorder_beams, shards)
-    rng = np.random.default_rng(1234)
+    sources = workloads.decode_sources(workloads.SIZES[size][1])
     times, lengths = [], set()
     for i in range(batches + 1):
-        ids = rng.integers(2, vocab, size=(BATCH, SOURCE_LENGTH))
-        ids = np.concatenate([ids, np.full((BATCH, 1), EOS_ID)], axis=1).astype(np.int32)
+        inputs = sources()
         start = time.perf_counter()
-        sequences, _ = decode(tf.constant(ids))
-        sequences = sequences.numpy()
+        sequences = decode(inputs)[0].numpy()
         if i:  # The first batch traces (and compiles) the loop.
             times.append(time.perf_counter() - start)
-        best = sequences[:, 0]
-        lengths.update(int((row != 0).sum()) for row in best)
+        lengths.update(int((row != 0).sum()) for row in sequences[:, 0])
     median = statistics.median(times)
     return {
-        "bench": "decode", "system": f"t2t_lite beam_search (TF, fp32{', XLA' if jit else ''}"
-                                     f"{', cache copied' if copy_cache else ''}"
-                                     f"{', beams reordered' if reorder_beams and not jit else ''}"
-                                     f"{', one search' if shards == 1 and not jit else ''})",
-        "size": size, "params": model.count_params(),
+        "bench": "decode", "system": system_name(jit, copy_cache, reorder_beams, shards),
+        "setting": size, "size": size, "params": model.count_params(),
         "decode": {"batch": BATCH, "src_tokens": SOURCE_LENGTH, "plus_eos": True, "beam": BEAM,
                    "length_penalty": ALPHA, "new_tokens": NEW_TOKENS, "threads": THREADS,
                    "shards": shards,
@@ -110,28 +101,27 @@ def run(size: str, batches: int, jit: bool, copy_cache: bool = False,
                              "best": round(BATCH * NEW_TOKENS / min(times), 1),
                              "worst": round(BATCH * NEW_TOKENS / max(times), 1)},
         "sentences_per_s_median": round(BATCH / median, 2),
-        "tensorflow": tf.__version__,
+        "tensorflow": tf.__version__, **cheap_fields(),
     }
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--size", choices=["bench", "base", "all"], default="all")
     parser.add_argument("--batches", type=int, default=6, help="timed batches")
     parser.add_argument("--jit", action="store_true", help="XLA-compile the decoding loop")
     parser.add_argument("--copy_cache", action="store_true",
-                        help="write the self-attention cache by copying it (the old way)")
+                        help="write the self-attention cache by copying it")
     parser.add_argument("--shards", type=int, default=None,
                         help="searches side by side (default: the library's, 2 without XLA)")
     parser.add_argument("--reorder_beams", action="store_true",
-                        help="repeat and reorder the caches per beam (the old way)")
-    args = parser.parse_args()
+                        help="repeat and reorder the caches per beam")
+    parser.add_argument("--out", default="-", help="rows are appended here (- : print only)")
+
+
+def main(args) -> int:
     shards = args.shards or default_shards(args.jit)
     parallel.configure_threads(shards, cores=THREADS)
     for size in (["bench", "base"] if args.size == "all" else [args.size]):
-        print(json.dumps(run(size, args.batches, args.jit, args.copy_cache,
-                             args.reorder_beams or None, shards)), flush=True)
-
-
-if __name__ == "__main__":
-    main()
+        append_row(run(size, args.batches, args.jit, args.copy_cache,
+                       args.reorder_beams or None, shards), args.out, benchmark="decode_speed")
+    return 0

@@ -1,6 +1,6 @@
-"""`t2t_lite-decoder` end to end, with and without XLA, on real sentences (issue 28).
+"""`t2t_lite-decoder` end to end, with and without XLA, on real sentences.
 
-    python benchmarks/decoder_end_to_end.py --output_dir=RUN --input=FILE \
+    python -m benchmarks.decode decoder --output_dir=RUN --input=FILE \
         [--lines=1000] [--rounds=2] [--threads=2] [--out=benchmarks/results/...]
 
 Runs the decoder CLI as a user does (`python -m t2t_lite.bin.decoder
@@ -13,8 +13,8 @@ process: `wall_seconds` is the whole process (start, model load, tracing or XLA
 compiles, decoding, writing), `sentences_per_s` lines over it, `output_pieces`
 the whitespace-separated tokens written, and `identical_lines` the fraction of
 output lines equal to the first no-flag process's. Rows carry `onednn_isa`
-(`benchmarks/isa.py`; the AVX2 setting: run under `eval "$(.venv/bin/python
-benchmarks/isa.py env --isa=avx2)"`) and the machine (`machine.py`).
+(`benchmarks.isa`; the AVX2 setting: run under `eval "$(.venv/bin/python -m
+benchmarks.isa env --isa=avx2)"`) and the machine (`benchmarks.machine`).
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
 
-import isa  # noqa: E402
-from machine import append_row, machine_fields  # noqa: E402
+from benchmarks import isa
+from benchmarks.machine import machine_fields
+from benchmarks.rows import append_row
 
 
 def decoder_row(jit: bool, round_: int, seconds: float, outputs: list[str],
@@ -69,16 +69,16 @@ def run_decoder(args, source: str, jit: bool) -> tuple[float, list[str]]:
             return seconds, f.read().splitlines()
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output_dir", required=True, help="a trained run")
     parser.add_argument("--input", required=True, help="sentences, one per line (.gz too)")
     parser.add_argument("--lines", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default=None, help="append the rows here too")
-    args = parser.parse_args(argv)
+
+
+def main(args) -> int:
     opener = gzip.open if args.input.endswith(".gz") else open
     with opener(args.input, "rt", encoding="utf-8") as f:
         lines = [line.rstrip("\n") for _, line in zip(range(args.lines), f)]
@@ -96,6 +96,3 @@ def main(argv=None) -> int:
                 first = outputs if first is None else first
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

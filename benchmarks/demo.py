@@ -1,6 +1,6 @@
 """`make demo`, timed stage by stage, and one raw row of every figure the README gives for it.
 
-    python benchmarks/demo.py WORK_DIR [--out benchmarks/results/demo.jsonl]
+    python -m benchmarks.quality demo WORK_DIR [--out benchmarks/results/demo.jsonl]
 
 Runs the Makefile's `demo` recipe itself (read from the Makefile, so it is
 always the recipe `make demo` runs: the trainer with DEMO_OVERRIDES, averaging
@@ -33,11 +33,11 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..")
-sys.path.insert(0, ROOT)
-sys.path.insert(0, HERE)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from machine import RESULTS, append_row, machine_fields  # noqa: E402
+from benchmarks.machine import machine_fields
+
+from benchmarks.rows import RESULTS, append_row
 
 PROBLEM = "algorithmic_reverse"
 STAGES = {"rm": "clean", "t2t_lite-trainer": "train",
@@ -150,14 +150,14 @@ def demo_row(recipe, last_command, seconds, train, averaged, last, held_out, mac
             "held_out": held_out, **machine, **versions}
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("work_dir", help="DEMO_DIR is WORK_DIR/demo_out; logs go here")
     parser.add_argument("--out", default=os.path.join(RESULTS, "demo.jsonl"),
                         help="the row is appended here (- : print only)")
     parser.add_argument("--makefile", default=os.path.join(ROOT, "Makefile"))
-    args = parser.parse_args()
+
+
+def main(args):
     os.makedirs(args.work_dir, exist_ok=True)
     demo_dir = os.path.join(os.path.abspath(args.work_dir), "demo_out")
     bin_dir = os.path.dirname(sys.executable)
@@ -180,7 +180,3 @@ def main():
                    parse_decoder_log(logs["decode"]), parse_decoder_log(logs["last_greedy"]),
                    held_out_counts(), machine, versions)
     append_row(row, args.out)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,13 +1,13 @@
 """Undoes Moses tokenization, so a tokenized corpus trains the style raw references have.
 
-    from detokenize import moses_detokenize
+    from benchmarks.detokenize import moses_detokenize
     moses_detokenize("Parliament &apos;s role , he said .")  # "Parliament's role, he said."
 
 The OpenNMT toy corpus (WMT news, EN-DE) comes Moses-tokenized and escaped
 (`&apos;`, `&quot;`, spaces around punctuation); Multi30k and sacreBLEU's
 references are raw text. A model pretrained on the first writes `Mann .` where
-the second wants `Mann.`, which costs BLEU that fine-tuning must then unlearn
-(issue 26). This reverses the common cases: the escapes, punctuation joined
+the second wants `Mann.`, which costs BLEU that fine-tuning must then unlearn.
+This reverses the common cases: the escapes, punctuation joined
 to the word before it, opening brackets to the word after, English clitics
 (`'s`, `n't`), and straight double quotes paired open/close within a line.
 It is a benchmark helper, not a full Moses detokenizer.

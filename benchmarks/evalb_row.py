@@ -1,7 +1,7 @@
 """One JSON row of EVALB figures (COLLINS.prm) for a tree file against gold trees.
 
-    python benchmarks/evalb_row.py --gold=G --test=T --system=NAME [--field key=value ...]
-    python benchmarks/evalb_row.py --gold=G --test=T --system=NAME --by_length=15,25,35
+    python -m benchmarks.parse evalb --gold=G --test=T --system=NAME [--field key=value ...]
+    python -m benchmarks.parse evalb --gold=G --test=T --system=NAME --by_length=15,25,35
 
 Scores the way `benchmarks/parsing.py` does (every line scored, "strict" F1
 counting EVALB's error sentences as unparsed), for a parser that writes its
@@ -17,18 +17,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from machine import cpu_model  # noqa: E402
+from benchmarks.machine import cpu_model
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gold", required=True)
     parser.add_argument("--test", required=True)
     parser.add_argument("--system", required=True)
@@ -37,7 +30,18 @@ def main():
     parser.add_argument("--split", default="test", help="recorded in the row")
     parser.add_argument("--by_length", default="",
                         help="comma-separated band ends, e.g. 15,25,35: a row per band")
-    args = parser.parse_args()
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    return parser.parse_args(argv)
+
+
+def main(args=None):
+    """`args` from the entry point, or parsed from the command line."""
+    args = args or parse_args()
 
     from t2t_lite.metrics.evalb import evaluate, load_params, strict_f1
 
@@ -81,7 +85,3 @@ def length_bands(result, ends: list[int]):
         band = sum(sentence.length > end for end in bounds[1:])
         totals[band].add(sentence)
     return list(zip(names, totals))
-
-
-if __name__ == "__main__":
-    main()

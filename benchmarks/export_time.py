@@ -1,7 +1,7 @@
 """Time and size of `t2t_lite-exporter` for a randomly initialized model.
 
-    python benchmarks/export_time.py                    # base, 37,000-token vocabulary
-    python benchmarks/export_time.py --hparams=tiny --vocab=12
+    python -m benchmarks.export time                    # base, 37,000-token vocabulary
+    python -m benchmarks.export time --hparams=tiny --vocab=12
 
 Writes a run directory (hparams, problem, one checkpoint of random weights) for the
 ids-only problem algorithmic_reverse with the given vocabulary size, exports it with
@@ -17,23 +17,19 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
-import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, ".."))
-sys.path.insert(0, HERE)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import tensorflow as tf  # noqa: E402
+import tensorflow as tf
 
-from t2t_lite import registry  # noqa: E402
+from t2t_lite import registry
 from t2t_lite.runs import weights
 from t2t_lite.decoding import decode_policy
 from t2t_lite.serving import export
 from t2t_lite.runs import run_dir
-from machine import RESULTS, append_row, machine_fields  # noqa: E402
-
+from benchmarks.machine import machine_fields
+from benchmarks.rows import RESULTS, append_row
 
 
 def export_row(hparams_name, vocab, params, result, source_lengths, machine) -> dict:
@@ -45,13 +41,14 @@ def export_row(hparams_name, vocab, params, result, source_lengths, machine) -> 
             "tensorflow": tf.__version__, **machine}
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hparams", default="base")
     parser.add_argument("--vocab", type=int, default=37000)
     parser.add_argument("--out", default=os.path.join(RESULTS, "export_time.jsonl"),
                         help="the row is appended here (- : print only)")
-    args = parser.parse_args()
+
+
+def main(args):
     tf.config.threading.set_intra_op_parallelism_threads(2)
     machine = machine_fields()  # Before the export, in the same process.
     hparams = registry.hparams(args.hparams)
@@ -67,7 +64,3 @@ def main():
         append_row(export_row(args.hparams, args.vocab, model.count_params(), result,
                               decode_policy.source_buckets(hparams.max_length), machine),
                    args.out)
-
-
-if __name__ == "__main__":
-    main()

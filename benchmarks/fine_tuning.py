@@ -1,6 +1,7 @@
-"""Fine-tuning against training from scratch (issue 26): dev BLEU over wall-clock minutes.
+"""Fine-tuning against training from scratch: dev BLEU over wall-clock minutes.
 
-    python benchmarks/fine_tuning.py --work_dir=W [--general_minutes=10] [--minutes=10] [--reverse]
+    python -m benchmarks.quality fine_tuning --work_dir=W [--general_minutes=10] [--minutes=10] \
+        [--reverse]
 
 1. Datagen: a general EN-DE corpus (`translate_files` over the OpenNMT toy corpus, WMT news
    text, Moses-tokenized: `--general_raw`; written back as raw text by `detokenize.py`, as
@@ -42,11 +43,11 @@ import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from detokenize import moses_detokenize  # noqa: E402
-from machine import append_row, machine_fields  # noqa: E402
+from benchmarks.detokenize import moses_detokenize
+from benchmarks.machine import machine_fields
+from benchmarks.rows import append_row
 
-from t2t_lite import atomic  # noqa: E402
+from t2t_lite import atomic
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(os.path.dirname(ROOT), "shared", "data")
@@ -54,9 +55,7 @@ BIN = os.path.dirname(sys.executable)
 DEV_LINE = re.compile(r"^dev step (\d+): loss \S+\s+nll (\S+)\s+.*sacrebleu ([0-9.]+)")
 
 
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--work_dir", required=True)
     parser.add_argument("--general_raw", default=os.path.join(SHARED, "opennmt_toy_ende"))
     parser.add_argument("--multi30k_raw", default=os.path.join(SHARED, "multi30k"))
@@ -78,6 +77,12 @@ def parse_args(argv=None):
     parser.add_argument("--eval_decode_examples", type=int, default=200)
     parser.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results",
                                                       "fine_tuning.jsonl"))
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
     return parser.parse_args(argv)
 
 
@@ -206,8 +211,9 @@ def general_run_name(args) -> str:
     return "general_multi30k" if args.reverse else "general"
 
 
-def main(argv=None):
-    args = parse_args(argv)
+def main(args=None):
+    """`args` from the entry point, or parsed from the command line."""
+    args = args or parse_args()
     dirs = datagen_split(args) if args.multi30k_split else datagen(args)
     (general_problem, general_data), (problem, data) = roles(args, *dirs)
     general_run = os.path.join(args.work_dir, "runs", general_run_name(args))
@@ -242,7 +248,3 @@ def main(argv=None):
                     "vocab_size": args.vocab_size, "dev_decode_examples":
                     args.eval_decode_examples, "evals": results[name], **common},
                    args.out)
-
-
-if __name__ == "__main__":
-    main()

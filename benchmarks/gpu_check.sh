@@ -1,5 +1,5 @@
 #!/bin/bash
-# One prepared command for the accelerator machine (issue 27): t2t_lite's
+# One prepared command for the accelerator machine: t2t_lite's
 # Transformer under Keras's JAX backend, `base` and `big` training steps with
 # precision=mixed_bfloat16 (tokens/s, MFU against the bf16 matmul rate it
 # measures itself) and beam-4 decoding tokens/s, by benchmarks/jax_speed.py.
@@ -40,4 +40,4 @@ ARGS=${ARGS:-}
 [ -n "${QUICK:-}" ] && ARGS="--quick $ARGS"
 # XLA_PYTHON_CLIENT_MEM_FRACTION: leave room for the device's other users.
 KERAS_BACKEND=jax XLA_PYTHON_CLIENT_MEM_FRACTION=${XLA_PYTHON_CLIENT_MEM_FRACTION:-0.8} \
-  timeout "${LIMIT_S:-480}" "$PY" benchmarks/jax_speed.py $ARGS --out="$OUT/jax_speed.jsonl"
+  timeout "${LIMIT_S:-480}" "$PY" -m benchmarks.jax_speed $ARGS --out="$OUT/jax_speed.jsonl"

@@ -1,7 +1,7 @@
-"""The instruction set a side-by-side run used, stamped into its rows (issue 28).
+"""The instruction set a side-by-side run used, stamped into its rows.
 
-    python benchmarks/isa.py probe            # prints what oneDNN reports, e.g. "Intel AVX2"
-    python benchmarks/isa.py stamp ROWS.jsonl --isa=avx2
+    python -m benchmarks.isa probe            # prints what oneDNN reports, e.g. "Intel AVX2"
+    python -m benchmarks.isa stamp ROWS.jsonl --isa=avx2
 
 `--isa=avx2` in `train_side_by_side.sh` and `decode_side_by_side.sh` holds
 TensorFlow's oneDNN to AVX2 (`ONEDNN_MAX_CPU_ISA=AVX2`, read when TensorFlow
@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 
-from machine import cpu_model
+from benchmarks.machine import cpu_model
 
 ISA_ENVIRONMENT = {"avx2": {"ONEDNN_MAX_CPU_ISA": "AVX2", "DNNL_MAX_CPU_ISA": "AVX2",
                             "MKL_ENABLE_INSTRUCTIONS": "AVX2"},

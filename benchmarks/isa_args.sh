@@ -8,6 +8,6 @@ for arg in "$@"; do
     *) echo "usage: $0 [--isa=native|avx2]" >&2; exit 2 ;;
   esac
 done
-ISA_ENV=$(.venv/bin/python benchmarks/isa.py env --isa="$ISA")
+ISA_ENV=$(.venv/bin/python -m benchmarks.isa env --isa="$ISA")
 eval "$ISA_ENV"
 SUFFIX=$([ "$ISA" = native ] && echo "" || echo "_$ISA")

@@ -1,6 +1,6 @@
 """t2t_lite's Transformer under Keras's JAX backend: training and beam-search speed, and MFU.
 
-    KERAS_BACKEND=jax python benchmarks/jax_speed.py --out=rows.jsonl [--quick]
+    KERAS_BACKEND=jax python -m benchmarks.jax_speed --out=rows.jsonl [--quick]
 
 What `benchmarks/gpu_check.sh` runs on the accelerator machine (JAX and PyTorch,
 no TensorFlow: nothing here imports it). For each of `--sizes` (the paper's
@@ -32,12 +32,10 @@ import argparse
 import json
 import os
 import platform
-import sys
 import time
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-sys.path.insert(0, ROOT)
 
 
 def checkout_packages() -> None:

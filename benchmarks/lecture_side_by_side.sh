@@ -28,7 +28,7 @@ mkdir -p "$WORK"
 ONE="env TF_NUM_INTRAOP_THREADS=1 TF_NUM_INTEROP_THREADS=1 OMP_NUM_THREADS=1"
 core=0
 for HP in "$A" "$B"; do
-  taskset -c $core $ONE "$PY" benchmarks/multi30k.py --raw_dir="$RAW" --work_dir="$WORK" \
+  taskset -c $core $ONE "$PY" -m benchmarks.quality multi30k --raw_dir="$RAW" --work_dir="$WORK" \
     --data_dir="$DATA" --run_dir="$WORK/$HP" --hparams="$HP" --minutes="$MINUTES" \
     --system="lecture $HP (one core, side by side with $A / $B)" --field=core=$core \
     --out="$OUT" > "$WORK/$HP.rows" 2> "$WORK/$HP.log" &

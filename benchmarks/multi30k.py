@@ -1,6 +1,6 @@
 """Multi30k EN-DE on a wall-clock budget: the README recipe end to end, one JSON line per stage.
 
-    python benchmarks/multi30k.py --raw_dir=../shared/data/multi30k --work_dir=runs/m30k \
+    python -m benchmarks.quality multi30k --raw_dir=../shared/data/multi30k --work_dir=runs/m30k \
         --minutes=30,60
 
 1. `t2t_lite-datagen --problem=multi30k_ende` into WORK_DIR/data (skipped when
@@ -42,10 +42,11 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from machine import append_row, machine_fields, parse_field  # noqa: E402
+from benchmarks.machine import machine_fields
+
+
+from benchmarks.rows import append_row, parse_field
 
 TEST = "test_2016_flickr"
 DEV = "val"
@@ -178,16 +179,14 @@ def stage_row(common: dict, trained: dict | None, scored: dict, rates: dict | No
 def trained_fields(minutes, args, data_dir, seconds, result) -> dict:
     """What a training stage measured: budget, hparams, wall seconds, last window's tokens/s."""
     rate = result.tokens_per_second
-    return {"minutes": minutes, "hparams": args.hparams, "scored_on": args.first,
+    return {"minutes": minutes, "hparams": args.hparams, "scored_on": scored_split(args),
             "data_dir": data_dir, "overrides": args.hparams_overrides,
             "wall_seconds": round(seconds, 1),
             # The last log window's rate; None (JSON null) when the run was too short to log.
             "tokens_per_second": round(rate, 1) if math.isfinite(rate) else None}
 
 
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--raw_dir", required=True, help="Multi30k task 1 raw files")
     parser.add_argument("--work_dir", required=True, help="data/ and run/ go here")
     parser.add_argument("--run_dir", default=None, help="default WORK_DIR/run")
@@ -213,21 +212,31 @@ def parse_args(argv=None):
                         help="key=value added to every row (numbers stay numbers)")
     parser.add_argument("--out", default=None,
                         help="also append the rows here (benchmarks/results/multi30k.jsonl)")
-    args = parser.parse_args(argv)
-    args.first = TEST if args.score_on == "test" else DEV
-    return args
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    return parser.parse_args(argv)
+
+
+def scored_split(args) -> str:
+    """The file stem of the split the stages score: test2016, or val with --score_on=dev."""
+    return TEST if args.score_on == "test" else DEV
 
 
 def read_tests(args) -> dict:
     """name -> (source lines, reference lines) of the scored sets."""
-    names = [args.first] + (list(HELD_OUT) if args.held_out else [])
+    names = [scored_split(args)] + (list(HELD_OUT) if args.held_out else [])
     limit = args.test_limit or None
     return {name: (read_text(args.raw_dir, name + ".en")[:limit],
                    read_text(args.raw_dir, name + ".de")[:limit]) for name in names}
 
 
-def main():
-    args = parse_args()
+def main(args=None):
+    """`args` from the entry point, or parsed from the command line."""
+    args = args or parse_args()
     from t2t_lite import registry
     from t2t_lite.data import datagen
     from t2t_lite.data.options import DatagenOptions
@@ -263,7 +272,7 @@ def main():
         names = args.evaluate.split(",")
         for i, name in enumerate(names):
             emit({"minutes": budgets[i] if i < len(budgets) else None,
-                  "scored_on": args.first}, name, hparams, i == len(budgets) - 1)
+                  "scored_on": scored_split(args)}, name, hparams, i == len(budgets) - 1)
         return
     hparams = registry.hparams(args.hparams).override(args.hparams_overrides)
     done = 0.0
@@ -278,7 +287,3 @@ def main():
         done = minutes
         emit(trained_fields(minutes, args, data_dir, time.time() - start, result),
              os.path.basename(result.checkpoint), hparams, i == len(budgets) - 1)
-
-
-if __name__ == "__main__":
-    main()

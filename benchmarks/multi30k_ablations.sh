@@ -15,7 +15,7 @@ mkdir -p "$WORK"
 
 run() {  # core name overrides [vocab_size]
   local core=$1 name=$2 overrides=$3 vocab=${4:-8000}
-  taskset -c "$core" "$PY" benchmarks/multi30k.py --raw_dir="$RAW" \
+  taskset -c "$core" "$PY" -m benchmarks.quality multi30k --raw_dir="$RAW" \
     --work_dir="$WORK/$name" --data_dir="$WORK/data$vocab" --vocab_size="$vocab" \
     --minutes="$MINUTES" --score_on=dev --hparams_overrides="$overrides" \
     2> "$WORK/$name.log" | sed "s/^{/{\"ablation\": \"$name\", /" >> "$OUT"

@@ -1,6 +1,6 @@
 """The exported parser against t2t_lite-decoder on the held-out test sentences.
 
-    python benchmarks/parser_export.py --output_dir=RUN --words=TEST.words [--beam_size=N]
+    python -m benchmarks.parse export --output_dir=RUN --words=TEST.words [--beam_size=N]
 
 Exports the run (`t2t_lite-exporter`, the checkpoint given or the newest), decodes
 the sentence file (one sentence per line, e.g. the 245 test sentences of
@@ -23,9 +23,10 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)  # machine
 
-from machine import append_row, machine_fields, parse_field  # noqa: E402
+from benchmarks.machine import machine_fields
+
+from benchmarks.rows import append_row, parse_field
 
 SERVE = r"""
 import json, sys, time
@@ -52,16 +53,16 @@ def _cli(module, *args):
     return result, time.time() - start
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output_dir", required=True)
     parser.add_argument("--words", required=True, help="one sentence per line")
     parser.add_argument("--checkpoint", default=None)
     parser.add_argument("--beam_size", type=int, default=None, help="default: the run's")
     parser.add_argument("--out", default=os.path.join(HERE, "results", "parser_export.jsonl"))
     parser.add_argument("--field", action="append", default=[])
-    args = parser.parse_args()
+
+
+def main(args):
     work = tempfile.mkdtemp(prefix="parser_export_")
     common = [f"--output_dir={args.output_dir}"]
     common += [f"--checkpoint={args.checkpoint}"] if args.checkpoint else []
@@ -90,7 +91,3 @@ def main():
                 "saved_model_seconds": round(served["seconds"], 1),
                 "saved_model_mib": round(size / 2**20, 1),
                 **dict(parse_field(item) for item in args.field)}, args.out)
-
-
-if __name__ == "__main__":
-    main()

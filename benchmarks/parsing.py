@@ -1,6 +1,6 @@
 """Labelled F1 (EVALB, COLLINS.prm) of a wsj_parsing run, with and without the tree constraint.
 
-    python benchmarks/parsing.py --output_dir=runs/parse --checkpoints=ckpt-3900,ckpt-7800
+    python -m benchmarks.parse scores --output_dir=runs/parse --checkpoints=ckpt-3900,ckpt-7800
 
 For each checkpoint, decodes the problem's test split (held-out files) with
 the run's decoding hparams (beam 21, alpha 0.3, input + 300 for `parsing` and
@@ -18,16 +18,10 @@ import argparse
 import dataclasses
 import json
 import os
-import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # machine
 
-
-def main():
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output_dir", required=True)
     parser.add_argument("--checkpoints", default="", help="comma-separated (default newest)")
     parser.add_argument("--data_dir", default=None)
@@ -48,14 +42,16 @@ def main():
     parser.add_argument("--span_bias", type=float, default=None,
                         help="span_transformer: the decoding bias of a span's phrase "
                              "log-odds (default: the run's hparams)")
-    args = parser.parse_args()
+
+
+def main(args):
 
     from t2t_lite.runs.load import load_run
     from t2t_lite.decoding.options import DecodeOptions
     from t2t_lite.decoding.splits import decode_split
     from t2t_lite.metrics.evalb import evaluate, load_params, strict_f1
 
-    from machine import cpu_model
+    from benchmarks.machine import cpu_model
 
     params = dataclasses.replace(load_params("COLLINS"), max_error=None)  # Score every line.
     extra = {"cpu": cpu_model(), **dict(_field(item) for item in args.field)}
@@ -142,7 +138,3 @@ def _field(item: str):
         return key, json.loads(value)
     except json.JSONDecodeError:
         return key, value
-
-
-if __name__ == "__main__":
-    main()

@@ -59,7 +59,7 @@ if [ -n "${AVERAGE_LAST:-}" ]; then
 fi
 CKPT=$(basename "$(sed -n 's/^model_checkpoint_path: "\(.*\)"/\1/p' "$RUN/checkpoint")")
 score() {  # core checkpoint
-  taskset -c "$1" $ONE "$PY" benchmarks/parsing.py --output_dir="$RUN" \
+  taskset -c "$1" $ONE "$PY" -m benchmarks.parse scores --output_dir="$RUN" \
     --checkpoints="$2" --modes=constrained --system=t2t_lite \
     --field hparams="$HPARAMS" --field overrides="\"${OVERRIDES:-}\"" --field minutes="$TOTAL" --field cores=1 --field threads=1 \
     --field selected="\"$2\"" --field average_last="${AVERAGE_LAST:-null}" > "$WORK/score_$2.jsonl"
@@ -67,7 +67,7 @@ score() {  # core checkpoint
 score 0 "$CKPT" & score 1 "$SECOND" & wait
 cat "$WORK/score_$CKPT.jsonl" "$WORK/score_$SECOND.jsonl" >> "$OUT"
 STEPS=$("$PARSE_WORK/venv/bin/python" -c "import json; s = json.load(open('$ANCHOR/train_stats.json')); print(s.get('epochs_run', 'null'))" 2>/dev/null || echo null)
-"$PY" benchmarks/evalb_row.py --gold="$PARSE_WORK/test.trees" --test="$ANCHOR/test.pred.trees" \
+"$PY" -m benchmarks.parse evalb --gold="$PARSE_WORK/test.trees" --test="$ANCHOR/test.pred.trees" \
   --system=supar_crf_con --field minutes="$SUPAR_MINUTES" --field cores=1 --field threads=1 \
   --field epochs="$STEPS" >> "$OUT"
 tail -n 3 "$OUT"

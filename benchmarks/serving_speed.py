@@ -1,6 +1,6 @@
-"""serving_default's speed with core-op SentencePiece against tensorflow_text's op (issue 30).
+"""serving_default's speed with core-op SentencePiece against tensorflow_text's op.
 
-    python benchmarks/serving_speed.py WORK_DIR [--batch=64 --batches=4 --threads=1]
+    python -m benchmarks.export serving WORK_DIR [--batch=64 --batches=4 --threads=1]
 
 Builds a small translation run in WORK_DIR (datagen of `translate_files` over newstest2013
 EN-DE with an 8,000-piece vocabulary, a `tiny` model trained `--train_steps` steps), exports it
@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, ".."))
-sys.path.insert(0, HERE)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from machine import RESULTS, append_row, machine_fields  # noqa: E402
+from benchmarks.machine import machine_fields
+
+from benchmarks.rows import RESULTS, append_row
 
 DATA = os.path.join(HERE, "..", "..", "shared", "data", "wmt14")
 
@@ -60,15 +59,16 @@ def rate(fn, batches) -> float:
     return sum(len(b) for b in batches) / (time.perf_counter() - start)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("work_dir")
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--batches", type=int, default=4)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--train_steps", type=int, default=300)
     parser.add_argument("--out", default=os.path.join(RESULTS, "serving_speed.jsonl"))
-    args = parser.parse_args()
+
+
+def main(args):
     import tensorflow as tf
 
     tf.config.threading.set_intra_op_parallelism_threads(args.threads)
@@ -94,7 +94,3 @@ def main():
                         lambda b: serve(inputs=b), batches), 1),
                     "tokenize_sentences_per_s": round(rate(tokenize, batches), 1),
                     "tensorflow": tf.__version__, **machine}, args.out)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,90 +1,77 @@
-"""Before and after one change to the training step, interleaved step by step in one process.
+"""Two settings of the training step, before and after, interleaved step by step in one process.
 
-    python benchmarks/train_interleaved.py --change loss --size bench [--steps 24]
-    eval "$(python benchmarks/isa.py env --isa=avx2)"; python benchmarks/train_interleaved.py ...
+    python -m benchmarks.train interleaved --after=num_heads=8 --size bench [--steps 24]
+    python -m benchmarks.train interleaved --before_jit=off --after_jit=on
+    eval "$(python -m benchmarks.isa env --isa=avx2)"; python -m benchmarks.train interleaved ...
 
-Builds `train_speed.py`'s workload (the trainer's StepRunner, no XLA, the peers'
-random batches) twice, once with the change undone ("before") and once as the
-library trains ("after"), traces and warms up both, then alternates their steps
-(the order swapped each round), so the slow spells of a shared machine hit both
-alike; separate processes (`train_changes.sh`) saw 1.3x between runs of one
-setting. Appends one row per setting (median, best and worst step, the ratio of
-medians) to `--out` (default benchmarks/results/train_interleaved.jsonl), each
-with the machine, the ISA oneDNN reported and the matmul peak.
-
-Changes (issue 28):
-  loss   the backend-neutral label-smoothed loss -> TensorFlow's fused softmax
-         cross-entropy kernel (`losses._fused_token_losses`)
-Rows of changes tried and dropped stay in the file (README, "Training without
-XLA"): `projections` (Q, K, V as one matmul over the kernels side by side,
-removed after it measured 0.87x and 0.98x).
+Builds `benchmarks.workloads`' training step twice, "before" and "after", each
+with its own hparams overrides (`--before`, `--after`) and XLA switch, traces and
+warms up both, then alternates their steps (`benchmarks.harness.interleave`), so
+the slow spells of a shared machine hit both alike. Appends one row per setting
+(median, best and worst step, the ratio of medians) to `--out` (default
+benchmarks/results/train_interleaved.jsonl), each with the machine, the ISA
+oneDNN reported and the matmul peak.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
-import statistics
-import sys
-import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, ".."))
-sys.path.insert(0, HERE)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import isa  # noqa: E402
-import train_speed  # noqa: E402
-from machine import RESULTS, append_row, machine_fields  # noqa: E402
-from train_speed import UNDO, undone  # noqa: E402
+from benchmarks import cli, harness, isa, workloads
+from benchmarks.machine import machine_fields
+from benchmarks.rows import RESULTS, append_row
+
+SETTINGS = ("before", "after")
 
 
-def build_and_warm(size, change):
-    """{"before": (runner, batches), "after": ...}, each traced and warmed up."""
+def build_and_warm(size: str, overrides: dict, jit: dict) -> dict:
+    """{setting: a function running step i}, each traced and warmed up."""
     built = {}
-    for setting in ("before", "after"):
-        with undone(change) if setting == "before" else contextlib.nullcontext():
-            _, runner, batches = train_speed.build(size, jit=False)
-            for i in range(train_speed.STEPS[size][0]):
-                runner.step([batches[i % 8]])
-        built[setting] = (runner, batches)
+    for setting in SETTINGS:
+        _, runner, batches = workloads.train_step(size, jit[setting], overrides[setting])
+        for i in range(workloads.STEPS[size][0]):
+            runner.step([batches[i % len(batches)]])
+        built[setting] = (lambda i, r=runner, b=batches: r.step([b[i % len(b)]]))
     return built
-
-
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--change", choices=sorted(UNDO), required=True)
-    parser.add_argument("--size", choices=sorted(train_speed.SIZES), default="bench")
-    parser.add_argument("--steps", type=int, default=24, help="timed steps of each setting")
-    parser.add_argument("--out", default=os.path.join(RESULTS, "train_interleaved.jsonl"))
-    args = parser.parse_args()
-    built = build_and_warm(args.size, args.change)
-    times = {"before": [], "after": []}
-    tokens = {}
-    for i in range(args.steps):
-        for setting in (("before", "after") if i % 2 == 0 else ("after", "before")):
-            runner, batches = built[setting]
-            start = time.perf_counter()
-            _, _, tokens[setting] = runner.step([batches[i % 8]])
-            times[setting].append(time.perf_counter() - start)
-    fields = {**machine_fields(), "onednn_isa": isa.probe()}
-    for setting in times:
-        append_row(interleaved_row(args, setting, times, tokens[setting], fields), args.out)
 
 
 def interleaved_row(args, setting, times, tokens, fields):
     """One setting's row: its step rates, the ratio of medians (after / before) and `fields`."""
     seconds = times[setting]
-    median = statistics.median(seconds)
-    ratio = statistics.median(times["before"]) / statistics.median(times["after"])
     return {"bench": "train_interleaved", "change": args.change, "setting": setting,
-            "size": args.size, "threads": train_speed.THREADS, "steps": len(seconds),
-            "tgt_tokens_per_s": {"median": round(tokens / median, 1),
-                                 "best": round(tokens / min(seconds), 1),
-                                 "worst": round(tokens / max(seconds), 1)},
-            "after_over_before": round(ratio, 4), **fields}
+            "size": args.size, "threads": workloads.THREADS, "steps": len(seconds),
+            "tgt_tokens_per_s": harness.rates(seconds, tokens),
+            "after_over_before": harness.ratio(times), **fields}
 
 
-if __name__ == "__main__":
-    main()
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--before", default="", help="hparams overrides of the before setting")
+    parser.add_argument("--after", default="", help="hparams overrides of the after setting")
+    for setting in SETTINGS:
+        parser.add_argument(f"--{setting}_jit", choices=["on", "off"], default="off")
+    parser.add_argument("--change", default=None,
+                        help="the change's name in the rows (default: the two settings)")
+    parser.add_argument("--size", choices=sorted(workloads.SIZES), default="bench")
+    parser.add_argument("--steps", type=int, default=24, help="timed steps of each setting")
+    parser.add_argument("--out", default=os.path.join(RESULTS, "train_interleaved.jsonl"))
+
+
+def main(args) -> int:
+    overrides = {"before": args.before, "after": args.after}
+    jit = {s: getattr(args, f"{s}_jit") == "on" for s in SETTINGS}
+    if overrides["before"] == overrides["after"] and jit["before"] == jit["after"]:
+        raise cli.UsageError("--before and --after name the same setting")
+    args.change = args.change or " -> ".join(
+        f"{overrides[s] or 'defaults'}, jit {'on' if jit[s] else 'off'}" for s in SETTINGS)
+    workloads.use_threads()
+    steps = build_and_warm(args.size, overrides, jit)
+    tokens = {s: float(steps[s](0)[2]) for s in SETTINGS}  # One more warm-up step each.
+    times = harness.interleave(steps, args.steps)
+    fields = {**machine_fields(), "onednn_isa": isa.probe()}
+    for setting in SETTINGS:
+        append_row(interleaved_row(args, setting, times, tokens[setting], fields), args.out,
+                   benchmark="train_interleaved")
+    return 0

@@ -26,10 +26,10 @@ RUN=$(mktemp)  # This run's rows, stamped, then appended to $OUT.
 for size in $SIZES; do
   "$TORCH_PY" ../shared/bench/train_torch.py --size "$size" >> "$RUN"
   "$KERASHUB_PY" ../shared/bench/train_kerashub.py --size "$size" --jit on >> "$RUN"
-  .venv/bin/python benchmarks/train_speed.py --size "$size" --jit off >> "$RUN"
-  .venv/bin/python benchmarks/train_speed.py --size "$size" --jit on >> "$RUN"
+  .venv/bin/python -m benchmarks.train steps --size "$size" --jit off >> "$RUN"
+  .venv/bin/python -m benchmarks.train steps --size "$size" --jit on >> "$RUN"
 done
-.venv/bin/python benchmarks/isa.py stamp "$RUN" --isa="$ISA"
+.venv/bin/python -m benchmarks.isa stamp "$RUN" --isa="$ISA"
 cat "$RUN" >> "$OUT"
 .venv/bin/python - "$RUN" <<'PY'
 import json, sys

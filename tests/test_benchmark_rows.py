@@ -13,17 +13,18 @@ import types
 
 import pytest
 
-BENCHMARKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks")
-sys.path.insert(0, BENCHMARKS)
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+BENCHMARKS = os.path.join(ROOT, "benchmarks")
+sys.path.insert(0, ROOT)  # `benchmarks` runs from the repository root; it is not installed.
 
-import ctranslate2_multi30k  # noqa: E402
-import decode_profile  # noqa: E402
-import demo  # noqa: E402
-import export_time  # noqa: E402
-import machine  # noqa: E402
-import multi30k  # noqa: E402
-import train_profile  # noqa: E402
-import trainer_end_to_end  # noqa: E402
+from benchmarks import ctranslate2_multi30k  # noqa: E402
+from benchmarks import decode_profile  # noqa: E402
+from benchmarks import demo  # noqa: E402
+from benchmarks import export_time  # noqa: E402
+from benchmarks import machine  # noqa: E402
+from benchmarks import multi30k  # noqa: E402
+from benchmarks import train_profile  # noqa: E402
+from benchmarks import rows  # noqa: E402
 from t2t_lite.problems.algorithmic import AlgorithmicReverse  # noqa: E402
 from t2t_lite.registry import register_problem  # noqa: E402
 
@@ -34,11 +35,11 @@ FAKE_MACHINE = machine.machine_fields(peak_flops=476e9)
 def test_machine_fields_and_rows(tmp_path, capsys):
     assert set(FAKE_MACHINE) == MACHINE == set(machine.MACHINE_FIELDS)
     assert FAKE_MACHINE["peak_gflops"] == 476.0 and FAKE_MACHINE["cpu"]
-    assert machine.parse_field("minutes=30") == ("minutes", 30)
-    assert machine.parse_field("core=one core") == ("core", "one core")
+    assert rows.parse_field("minutes=30") == ("minutes", 30)
+    assert rows.parse_field("core=one core") == ("core", "one core")
     path = tmp_path / "results" / "rows.jsonl"
-    machine.append_row({"a": 1}, str(path))
-    machine.append_row({"b": 2, "date": "2000-01-01"}, "-")
+    rows.append_row({"a": 1}, str(path))
+    rows.append_row({"b": 2, "date": "2000-01-01"}, "-")
     (written,) = [json.loads(line) for line in path.read_text().splitlines()]
     # Every row says when, at which commit and by which benchmark it was measured (the
     # results pages print them); a field the row has itself wins.
@@ -208,36 +209,6 @@ def test_train_profile_rows():
     assert row["top"][0]["per_step"] == 291.0 and row["onednn_isa"] == "Intel AVX2"
 
 
-def test_trainer_end_to_end_rows():
-    args = types.SimpleNamespace(overrides="length_bucket_step=1.5", jit=True, minutes=4.0)
-    row = trainer_end_to_end.end_to_end_row(
-        args, 240.0, 600_000.0, 750_000.0, [(50, 900.0), (100, 2400.0), (150, 2500.0),
-                                            (200, 2600.0), (250, 2550.0)],
-        260, 3000.0, FAKE_MACHINE, "Intel AVX2")
-    assert set(row) == {"bench", "problem", "hparams", "overrides", "jit", "minutes", "steps",
-                        "wall_seconds", "target_tokens", "padding_fraction",
-                        "end_to_end_tokens_per_s", "steady_tokens_per_s", "windows",
-                        "train_speed_tokens_per_s", "ratio", "threads",
-                        "onednn_isa"} | MACHINE
-    assert row["end_to_end_tokens_per_s"] == 2500.0 and row["ratio"] == 0.833
-    assert row["steady_tokens_per_s"] == 2550.0 and row["padding_fraction"] == 0.2
-
-
-def test_trainer_end_to_end_counts_every_updates_tokens_and_positions():
-    import numpy as np
-
-    class Runner:
-        def step(self, micro_batches):
-            return 1.0, 1.0, float(sum((b["targets"] > 0).sum() for b in micro_batches))
-
-    counter = trainer_end_to_end.Counter()
-    original = counter.wrap(Runner)
-    batch = {"targets": np.array([[5, 6, 0, 0], [7, 0, 0, 0]])}
-    assert Runner().step([batch, batch]) == (1.0, 1.0, 6.0)
-    assert (counter.tokens, counter.positions) == (6.0, 16.0)
-    Runner.step = original
-
-
 def test_multi30k_dev_curve_counts_training_minutes_only():
     # Two trainer calls of 30 minutes with 10 minutes of scoring between them.
     spans = [(1000.0, 2800.0), (3400.0, 5200.0)]
@@ -250,7 +221,7 @@ def test_multi30k_dev_curve_counts_training_minutes_only():
 
 
 def test_parsing_rows_split_tagging_by_unknown_words():
-    import parsing
+    from benchmarks import parsing
 
     from t2t_lite.data import word_classes
 
@@ -278,7 +249,7 @@ def test_parsing_rows_split_tagging_by_unknown_words():
 
 
 def test_decoder_end_to_end_row():
-    import decoder_end_to_end
+    from benchmarks import decoder_end_to_end
 
     args = types.SimpleNamespace(output_dir="runs/m30k", input="/data/test.en.gz", threads=2)
     first = decoder_end_to_end.decoder_row(False, 0, 10.0, ["a b", "c"], None, args,
@@ -293,7 +264,7 @@ def test_decoder_end_to_end_row():
 
 
 def test_evalb_rows_by_length_band_partition_the_sentences(tmp_path, capsys, monkeypatch):
-    import evalb_row
+    from benchmarks import evalb_row
 
     gold = ["(TOP (S (NP (DT a) (NN b)) (VP (VB c))))",
             "(TOP (S (NP (DT a) (NN b) (NN d) (NN e)) (VP (VB c))))",
@@ -320,9 +291,8 @@ def test_evalb_rows_by_length_band_partition_the_sentences(tmp_path, capsys, mon
     assert 0 < whole["f1"] < 100 and "length" not in whole
 
 
-def test_train_interleaved_rows_and_undone_change():
-    import train_interleaved
-    from t2t_lite.training import losses
+def test_train_interleaved_rows():
+    from benchmarks import train_interleaved
 
     args = types.SimpleNamespace(change="loss", size="bench")
     times = {"before": [0.5, 0.6, 0.7], "after": [0.4, 0.5, 0.6]}
@@ -330,7 +300,3 @@ def test_train_interleaved_rows_and_undone_change():
     assert row["tgt_tokens_per_s"] == {"median": 2048.0, "best": 2560.0, "worst": 1706.7}
     assert row["after_over_before"] == 1.2 and row["steps"] == 3
     assert MACHINE <= set(row) and (row["change"], row["setting"]) == ("loss", "after")
-    fused = losses._fused_token_losses
-    with train_interleaved.undone("loss"):  # "before" is traced with the plain ops.
-        assert losses._fused_token_losses is losses._token_losses
-    assert losses._fused_token_losses is fused

@@ -4,9 +4,9 @@ written back as raw text (issue 26)."""
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from detokenize import moses_detokenize  # noqa: E402
+from benchmarks.detokenize import moses_detokenize  # noqa: E402
 
 
 def test_punctuation_escapes_and_clitics():

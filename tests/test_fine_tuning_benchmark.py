@@ -6,11 +6,11 @@ import sys
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 
 def test_the_fine_tuning_benchmark_writes_the_general_corpus_detokenized(tmp_path):
-    import fine_tuning
+    from benchmarks import fine_tuning
 
     source = tmp_path / "tgt-train.txt"
     source.write_text("Er sagte : &quot; Ja &quot; .\nDas ist gut .\n", encoding="utf-8")
@@ -22,7 +22,7 @@ def test_the_fine_tuning_benchmark_writes_the_general_corpus_detokenized(tmp_pat
 
 
 def test_fine_tune_overrides_reach_the_fine_tuned_run_only():
-    import fine_tuning
+    from benchmarks import fine_tuning
 
     plain = fine_tuning.multi30k_commands(fine_tuning.parse_args(["--work_dir=w"]), "g", "m")
     assert not any(a.startswith("--hparams_overrides") for argv in plain.values() for a in argv)
@@ -36,7 +36,7 @@ def test_fine_tune_overrides_reach_the_fine_tuned_run_only():
 
 
 def test_reverse_trains_the_general_run_on_multi30k_and_fine_tunes_on_the_news_corpus():
-    import fine_tuning
+    from benchmarks import fine_tuning
 
     args = fine_tuning.parse_args(["--work_dir=w"])
     assert fine_tuning.roles(args, "news", "m30k") == (("translate_files", "news"),
@@ -54,7 +54,7 @@ def test_multi30k_split_gives_disjoint_general_and_small_corpora_with_the_same_d
     N, the side-by-side runs' the first N; both keep the pairs aligned and use val as dev."""
     import gzip
 
-    import fine_tuning
+    from benchmarks import fine_tuning
 
     raw = tmp_path / "m30k"
     raw.mkdir()
@@ -80,7 +80,7 @@ def test_multi30k_split_gives_disjoint_general_and_small_corpora_with_the_same_d
 def test_both_corpora_are_generated_with_the_general_corpus_vocabulary(tmp_path, monkeypatch):
     """The general corpus's datagen trains the vocabulary; its file is in the target data dir,
     under the target problem's name, before the target's datagen runs (which then reuses it)."""
-    import fine_tuning
+    from benchmarks import fine_tuning
 
     calls = []
 

@@ -6,10 +6,11 @@ import re
 import subprocess
 import sys
 
-BENCHMARKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks")
-sys.path.insert(0, BENCHMARKS)
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+BENCHMARKS = os.path.join(ROOT, "benchmarks")
+sys.path.insert(0, ROOT)  # `benchmarks` runs from the repository root; it is not installed.
 
-import isa  # noqa: E402
+from benchmarks import isa  # noqa: E402
 
 VERBOSE = ("onednn_verbose,v1,info,oneDNN v3.7.1\n"
            "onednn_verbose,v1,info,cpu,runtime:threadpool,nthr:2\n"

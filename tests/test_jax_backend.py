@@ -91,9 +91,10 @@ def test_jax_speed_script_runs_end_to_end_on_cpu(tmp_path):
     env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu"}
     uninstalled = ("import runpy, sys; "
                    "sys.meta_path = [f for f in sys.meta_path if 'editable' not in repr(f)]; "
-                   "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')")
+                   "sys.argv = sys.argv[1:]; "
+                   "runpy.run_module(sys.argv[0], run_name='__main__', alter_sys=True)")
     done = subprocess.run(
-        [sys.executable, "-c", uninstalled, os.path.join(ROOT, "benchmarks", "jax_speed.py"),
+        [sys.executable, "-c", uninstalled, "benchmarks.jax_speed",
          "--quick", "--sizes=tiny", f"--out={out}"], cwd=ROOT, env=env, capture_output=True,
         text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -16,12 +16,13 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 @pytest.mark.slow
 @needs_data("multi30k")
 def test_recipe_trains_averages_decodes_and_scores(tmp_path):
-    command = [sys.executable, os.path.join(ROOT, "benchmarks", "multi30k.py"),
+    command = [sys.executable, "-m", "benchmarks.quality", "multi30k",
                f"--raw_dir={data_file('multi30k')}", f"--work_dir={tmp_path}",
                "--minutes=0.2,0.4", "--save_checkpoints_steps=1", "--average=3",
                "--test_limit=20", "--eval_decode_examples=10",
                "--hparams_overrides=num_layers=1,d_model=64,d_ff=128,batch_size=1024"]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=900, check=True)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=900, check=True,
+                            cwd=ROOT)
     first, second = [json.loads(line) for line in result.stdout.splitlines()]
     assert (first["minutes"], second["minutes"]) == (0.2, 0.4)
     assert 0 < first["step"] < second["step"]

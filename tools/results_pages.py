@@ -30,7 +30,7 @@ class Table:
     file: str  # Row file under benchmarks/results/.
     title: str
     about: str  # What was measured, on what workload: one short paragraph.
-    reproduce: str  # The command that writes these rows.
+    reproduce: str  # The command that writes these rows ("": none does any more).
     columns: tuple[tuple[str, Value | str], ...]
     where: Callable[[dict], bool] = lambda row: True
 
@@ -145,7 +145,9 @@ def render_table(table: Table, provenance: dict) -> str:
     known = provenance.get(table.file, {})
     header = ["date", "commit", "machine"] + [label for label, _ in table.columns]
     lines = [f"### {table.title}\n", table.about + "\n",
-             f"Rows: `benchmarks/results/{table.file}`. Reproduce: `{table.reproduce}`.\n",
+             f"Rows: `benchmarks/results/{table.file}`. " + (
+                 f"Reproduce: `{table.reproduce}`.\n" if table.reproduce else
+                 "No command of benchmarks/ writes these rows.\n"),
              "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     shown = [row for row in rows(table.file) if table.where(row)]
     for row in shown:

@@ -53,7 +53,7 @@ recipe stage by stage and writes the row. The export rows time `t2t_lite-exporte
     Table("demo.jsonl", "make demo", "Exact-sequence accuracy on the 1,000 held-out test "
           "sequences (beam 4, last-5 average), the seconds of each stage, and the training "
           "rate in non-padding target tokens per second.",
-          "python benchmarks/demo.py WORK_DIR",
+          "python -m benchmarks.quality demo WORK_DIR",
           (("problem", "problem"), ("parameters", "parameters"),
            ("accuracy, averaged, beam 4", "accuracy.averaged.percent"),
            ("last checkpoint, greedy", "accuracy.last_greedy.percent"), ("seconds", "seconds"),
@@ -61,7 +61,7 @@ recipe stage by stage and writes the row. The export rows time `t2t_lite-exporte
            ("dev exact match by step", lambda r: ", ".join(
                f"{e['step']}: {e['exact_match']}" for e in r.get("dev_evaluations", []))))),
     Table("export_time.jsonl", "t2t_lite-exporter", "Wall time of one SavedModel export and "
-          "its size on disk.", "python benchmarks/export_time.py [--hparams=tiny --vocab=12]",
+          "its size on disk.", "python -m benchmarks.export time [--hparams=tiny --vocab=12]",
           (("hparams", "hparams"), ("parameters", "params"), ("vocabulary", "vocab"),
            ("source lengths traced", "source_lengths"), ("signatures", "signatures"),
            ("seconds", "seconds"), ("MiB", "mib"))),
@@ -76,7 +76,8 @@ never on test). `averaged` is the mean of the last 5 checkpoints, as section 6.1
           "`t2t_lite-trainer --problem=multi30k_ende --hparams=multi30k` for 30 and 60 minutes "
           "(the system column says when a run had one core of two), and the keras-hub model of "
           "`../shared/bench/` trained as its own script does.",
-          "python benchmarks/multi30k.py --raw_dir=../shared/data/multi30k --work_dir=W --minutes=60",
+          "python -m benchmarks.quality multi30k --raw_dir=../shared/data/multi30k "
+          "--work_dir=W --minutes=60",
           (("system", "system"), ("scored on", "scored_on"), *BLEU_COLUMNS,
            ("keras-hub BLEU 30 / 60 min", lambda r: (
                f"{r['bleu_test2016_30min']} / {r['bleu_test2016_60min']}"
@@ -96,14 +97,15 @@ never on test). `averaged` is the mean of the last 5 checkpoints, as section 6.1
           "The averaged 30-minute `multi30k` model, decoded by `t2t_lite-decoder`'s search and by "
           "its CTranslate2 exports: all 1,000 test2016 sentences, beam 4, 2 threads each, text "
           "in to text out.",
-          "python benchmarks/ctranslate2_multi30k.py --output_dir=RUN --raw_dir=../shared/data/multi30k",
+          "python -m benchmarks.export ctranslate2 --run_dir=RUN "
+          "--raw_dir=../shared/data/multi30k",
           (("system", "system"), ("BLEU", "bleu"), ("sentences/s", "sentences_per_s"),
            ("target tokens/s", "target_tokens_per_s"), ("export MiB", "export_mib"))),
     Table("fine_tuning.jsonl", "Fine-tuning against training from scratch",
           "`--init_from` a general run, side by side with the same model trained from scratch "
           "for the same minutes, one core each; the last dev evaluation (greedy decodes of "
           "`dev_decode_examples` dev sentences).",
-          "python benchmarks/fine_tuning.py --work_dir=W [--multi30k_split=5000]",
+          "python -m benchmarks.quality fine_tuning --work_dir=W [--multi30k_split=5000]",
           (("run", "run"), ("target problem", "problem"), ("general problem", "general_problem"),
            ("in-domain split", "multi30k_split"), ("overrides", "overrides"),
            ("minutes", "minutes"), ("last step", last_eval(0)), ("dev NLL", last_eval(2)),
@@ -126,29 +128,29 @@ error sentences as unparsed. The anchor is supar's CRF constituency parser
     Table("parsing_by_length.jsonl", "Dev F1 by sentence length",
           "EVALB on the dev trees of each system, split by sentence length; `session` pairs a "
           "t2t_lite model with the supar model of its hour.",
-          "python benchmarks/evalb_row.py --by_length=15,25,35 ...",
+          "python -m benchmarks.parse evalb --by_length=15,25,35 ...",
           (("system", "system"), ("session", "session"), ("words", "length"),
            ("sentences", "sentences"), ("F1", "f1"), ("recall", "recall"),
            ("precision", "precision"))),
     Table("parsing_dev_ablations.jsonl", "Levers measured on dev",
           "One change at a time against the set named in `system`, scored on the 273 dev "
-          "sentences.", "python benchmarks/parsing.py --split=dev --modes=constrained ...",
+          "sentences.", "python -m benchmarks.parse scores --split=dev --modes=constrained ...",
           (("system", "system"), ("lever", "lever"), ("overrides", "overrides"),
            ("minutes", "minutes"), ("span bias", "span_bias"), *PARSE_COLUMNS[1:6])),
     Table("parsing_ptb_sample.jsonl", "Sequence-to-sequence sets on test",
           "The plain and aligned sequence-to-sequence sets, beam 21, alpha 0.3.",
-          "python benchmarks/parsing.py --output_dir=RUN --checkpoints=...",
+          "python -m benchmarks.parse scores --output_dir=RUN --checkpoints=...",
           (("system", "system"), ("overrides", "overrides"), ("minutes", "minutes"),
            *PARSE_COLUMNS)),
     Table("parsing_word_source.jsonl", "`parsing_small` with a word-level source, on test",
           "Constrained (tree constraint and tag dictionary), tree constraint only, and "
           "unconstrained search.",
-          "python benchmarks/parsing.py --output_dir=RUN --checkpoints=ckpt-A,ckpt-B",
+          "python -m benchmarks.parse scores --output_dir=RUN --checkpoints=ckpt-A,ckpt-B",
           PARSE_COLUMNS),
     Table("parser_export.jsonl", "The exported parser against t2t_lite-decoder",
           "The SavedModel, loaded in a process without t2t_lite or tensorflow-text, parses the "
           "245 test sentences; trees compared with the decoder's.",
-          "python benchmarks/parser_export.py --output_dir=RUN --words=test.words",
+          "python -m benchmarks.parse export --output_dir=RUN --words=test.words",
           (("checkpoint", "checkpoint"), ("beam", "beam_size"), ("sentences", "sentences"),
            ("identical trees", "identical_trees"), ("export s", "export_seconds"),
            ("SavedModel MiB", "saved_model_mib"), ("decoder s", "decoder_seconds"),
@@ -174,39 +176,40 @@ peers of the same run (same date, commit and machine).
            ("MFU", percent("mfu"))), is_system),
     Table("trainer_end_to_end.jsonl", "The trainer end to end against its own step",
           "`t2t_lite-trainer` on Multi30k for `minutes` (model build, tracing, input pipeline and "
-          "checkpoints included) against `train_speed.py`'s step in the same process.",
-          "python benchmarks/trainer_end_to_end.py --minutes=4",
+          "checkpoints included) against the step alone on fixed shapes in the same process; "
+          "`python -m benchmarks.train trainer` times the trainer command on fixed shapes.",
+          "",
           (("steps", "steps"), ("end to end tokens/s", "end_to_end_tokens_per_s"),
            ("steady tokens/s", "steady_tokens_per_s"), ("step alone", "train_speed_tokens_per_s"),
            ("ratio", "ratio"), ("padding", percent("padding_fraction")))),
     Table("train_interleaved.jsonl", "One change, before and after, interleaved",
           "Both settings built and warmed up in one process, their steps alternated.",
-          "python benchmarks/train_interleaved.py --change=loss --size=bench",
+          "python -m benchmarks.train interleaved --after=OVERRIDES --size=bench",
           (("change", "change"), ("setting", "setting"), ("size", "size"),
            ("target tokens/s", median("tgt_tokens_per_s")), ("after / before", "after_over_before"))),
     Table("train_changes.jsonl", "Changes in separate processes, native",
-          "`train_speed.py` per setting, rounds interleaved.", "CHANGE=adam benchmarks/train_changes.sh",
+          "The step timed per setting in separate processes, rounds interleaved.", "",
           (("system", "system"), ("size", "size"), ("Adam", "adam"), ("loss", "loss"),
            ("target tokens/s", median("tgt_tokens_per_s")), ("MFU", percent("mfu")))),
     Table("train_changes_avx2.jsonl", "Changes in separate processes, AVX2",
-          "The same under `--isa=avx2`.", "CHANGE=loss benchmarks/train_changes.sh --isa=avx2",
+          "The same under `--isa=avx2`.", "",
           (("system", "system"), ("size", "size"), ("Adam", "adam"), ("loss", "loss"),
            ("target tokens/s", median("tgt_tokens_per_s")), ("MFU", percent("mfu")))),
     Table("adam_update.jsonl", "The optimizer update alone",
           "Keras' Adam against `FusedAdam` (one `ResourceApplyAdam` per variable), the update "
-          "timed without the rest of the step.", "python benchmarks/adam_update.py --size=base",
+          "timed without the rest of the step.", "python -m benchmarks.train adam --size=base",
           (("size", "size"), ("Adam", "adam"), ("parameters", "params"),
            ("ms per update", median("ms_per_update")))),
     Table("train_profile.jsonl", "Where a training step's time goes",
           "TensorFlow's profiler over a few steps; the three costliest ops.",
-          "python benchmarks/train_profile.py --size base",
+          "python -m benchmarks.train profile --size base",
           (("size", "size"), ("wall s/step", "wall_seconds_per_step"),
            ("ops/step", "op_executions_per_step"),
            ("top ops (share)", lambda r: ", ".join(
                f"{t['op']} {100 * t['share']:.1f}%" for t in r.get("top", [])[:3])))),
     Table("jax_speed.jsonl", "The JAX backend, CPU and GPU",
           "Keras 3 on JAX: a training step and a beam-4 decode of `base` and `big`, bfloat16.",
-          "benchmarks/gpu_check.sh (GPU) or python benchmarks/jax_speed.py",
+          "benchmarks/gpu_check.sh (GPU) or python -m benchmarks.jax_speed",
           (("platform", "platform"), ("hparams", "hparams"), ("measure", "measure"),
            ("batch", "batch"), ("compile s", "compile_seconds"),
            ("target tokens/s", lambda r: r.get("tgt_tokens_per_s") or r.get("tokens_per_s", "")),
@@ -232,18 +235,20 @@ same run.
     Table("decoder_end_to_end.jsonl", "t2t_lite-decoder on a test file, native",
           "`t2t_lite-decoder --decode_from_file` on the first 1,000 lines of Multi30k "
           "test2016, beam 4, a fresh process each (start, load, tracing, writing included).",
-          "python benchmarks/decoder_end_to_end.py",
+          "python -m benchmarks.decode decoder --output_dir=RUN --input=FILE",
           (("XLA", "jit"), ("round", "round"), ("threads", "threads"), ("sentences", "sentences"),
            ("seconds", "wall_seconds"), ("sentences/s", "sentences_per_s"),
            ("identical lines", "identical_lines"))),
     Table("decoder_end_to_end_avx2.jsonl", "t2t_lite-decoder on a test file, AVX2",
-          "The same, held to AVX2.", "python benchmarks/decoder_end_to_end.py --isa=avx2",
+          "The same, held to AVX2.",
+          'eval "$(python -m benchmarks.isa env --isa=avx2)"; '
+          "python -m benchmarks.decode decoder ...",
           (("XLA", "jit"), ("round", "round"), ("threads", "threads"), ("sentences", "sentences"),
            ("seconds", "wall_seconds"), ("sentences/s", "sentences_per_s"),
            ("identical lines", "identical_lines"))),
     Table("decode_profile.jsonl", "Decoding step variants, interleaved",
           "Ways of writing the self-attention cache and of keeping the beams, timed in one "
-          "process on `bench`.", "python benchmarks/decode_profile.py",
+          "process on `bench`.", "python -m benchmarks.decode cache_writes (or beams)",
           (("measure", "bench"), ("size", "size"), ("threads", "threads"),
            ("cache write", "cache_write"), ("beams", "beams"), ("core", "core"),
            ("target tokens/s", "tgt_tokens_per_s")),
@@ -251,7 +256,7 @@ same run.
     Table("serving_speed.jsonl", "The serving signature: core ops against tensorflow_text",
           "`serving_default` of a `tiny` model (beam 4, batches of 64 newstest2014 sentences) "
           "with the SentencePiece tokenizer in core TensorFlow ops or tensorflow_text's op.",
-          "python benchmarks/serving_speed.py WORK_DIR",
+          "python -m benchmarks.export serving WORK_DIR",
           (("--text_ops", "text_ops"), ("serving_default sentences/s",
                                         "serving_default_sentences_per_s"),
            ("tokenizer sentences/s", "tokenize_sentences_per_s"))),
