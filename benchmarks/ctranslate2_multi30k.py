@@ -64,14 +64,13 @@ def t2t_lite_translate(run_dir, checkpoint, lines, beam_size):
     Timed on its second pass over `lines`, as CTranslate2 is after loading: the
     first pass (kept in the row) includes tracing the search functions.
     """
-    from t2t_lite import registry
     from t2t_lite.decoding.options import DecodeOptions
     from t2t_lite.decoding.splits import decode_lines
-    from t2t_lite.runs import weights
+    from t2t_lite.runs.run import Run
 
-    model, hparams, info, path = weights.load_model(run_dir, checkpoint)
-    problem = registry.problem(info["problem"])
-    problem.set_data_dir(info.get("data_dir"))
+    run = Run.open(run_dir)
+    path = run.checkpoint(checkpoint)
+    model, hparams, problem = run.model(path), run.hparams, run.problem
     options = DecodeOptions.from_hparams(hparams, beam_size=beam_size, batch_size=64)
     start = time.time()  # The first pass traces one search per padded source length.
     decode_lines(problem, model, lines, options, hparams.max_length, warn=lambda _: None)

@@ -98,7 +98,7 @@ def train_step_fn(model, hparams):
     import jax
     import keras
 
-    from t2t_lite.training.losses import LabelSmoothedCrossEntropy
+    from t2t_lite.models.losses import LabelSmoothedCrossEntropy
 
     optimizer = keras.optimizers.Adam(1e-4, hparams.adam_beta1, hparams.adam_beta2,
                                       hparams.adam_epsilon)

@@ -80,7 +80,7 @@ def score_checkpoint(run, name, problem, hparams, data_dir, tests, average, held
     """The stage's JSON record for checkpoint `name` of `run`."""
     from t2t_lite.runs import averaging
     from t2t_lite.runs import checkpoints
-    from t2t_lite.runs import weights
+    from t2t_lite.runs.run import Run
     from t2t_lite.training.evaluation import mean_loss
 
     names = checkpoints.list_checkpoints(run)
@@ -89,7 +89,7 @@ def score_checkpoint(run, name, problem, hparams, data_dir, tests, average, held
     record = {"checkpoint": name, "step": int(name.rsplit("-", 1)[1]),
               "averaged": ending, "bleu": {}, "decode_seconds": {}}
     for kind, checkpoint in (("last", name), ("averaged", "averaged")):
-        model = weights.load_model(run, checkpoint)[0]
+        model = Run.open(run).model(checkpoint)
         if kind == "last":
             loss, nll = mean_loss(model, hparams, problem.examples("dev", data_dir))
             record.update(dev_loss=round(loss, 4), dev_nll=round(nll, 4))
@@ -240,7 +240,7 @@ def main(args=None):
     from t2t_lite import registry
     from t2t_lite.data import datagen
     from t2t_lite.data.options import DatagenOptions
-    from t2t_lite.runs import run_dir
+    from t2t_lite.runs.run import Run
     from t2t_lite.training import trainer
     from t2t_lite.training.options import EvalOptions, TrainOptions
 
@@ -268,7 +268,7 @@ def main(args=None):
                    args.out)
 
     if args.evaluate:
-        hparams = run_dir.read_run(run)[0]
+        hparams = Run.open(run).hparams
         names = args.evaluate.split(",")
         for i, name in enumerate(names):
             emit({"minutes": budgets[i] if i < len(budgets) else None,

@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args):
 
-    from t2t_lite.runs.load import load_run
+    from t2t_lite.runs.run import Run
     from t2t_lite.decoding.options import DecodeOptions
     from t2t_lite.decoding.splits import decode_split
     from t2t_lite.metrics.evalb import evaluate, load_params, strict_f1
@@ -58,11 +58,12 @@ def main(args):
     if args.system:
         extra = {"system": args.system, "model": None, **extra}
     for name in args.checkpoints.split(",") if args.checkpoints else [None]:
-        run = load_run(args.output_dir, name, args.data_dir)
-        model, hparams, problem, path = run.model, run.hparams, run.problem, run.checkpoint
-        if args.span_bias is not None:
-            model.span_bias = args.span_bias
-        if hasattr(model, "span_bias"):
+        run = Run.open(args.output_dir, args.data_dir)
+        path = run.checkpoint(name)
+        model, hparams, problem = run.model(path), run.hparams, run.problem
+        if hparams.model == "span_transformer":  # Its decoding bias, as run or as given.
+            if args.span_bias is not None:
+                model.span_bias = args.span_bias
             extra["span_bias"] = model.span_bias
         for mode in args.modes.split(","):
             options = DecodeOptions.from_hparams(

@@ -23,7 +23,7 @@ import pytest
 from t2t_lite import registry
 from t2t_lite.decoding import search
 from t2t_lite.training.callbacks import CheckpointAveraging, TransformerLearningRate
-from t2t_lite.training.losses import LabelSmoothedCrossEntropy
+from t2t_lite.models.losses import LabelSmoothedCrossEntropy
 from t2t_lite.training.schedules import paper_learning_rate
 
 
