@@ -1,4 +1,5 @@
-"""The `HParams` dataclass: every knob of the model, its training and decoding.
+"""The `HParams` dataclass: the knobs every model shares (the Transformer's shape, training,
+data, decoding) and the config of the model's own.
 
 Paper symbol -> field (Vaswani et al. 2017):
 
@@ -94,7 +95,7 @@ class HParams:
         if self.model_config is None:
             object.__setattr__(self, "model_config", config())
         _check(type(self.model_config) is config,
-               f"model={self.model} takes a {config.__name__}, not a "
+               f"model={self.model} takes the config {config.__name__}, not "
                f"{type(self.model_config).__name__}; change the model with HParams.replace")
         _check(self.num_layers >= 1, "num_layers must be >= 1")
         _check(self.d_model >= 1 and self.d_ff >= 1, "d_model and d_ff must be >= 1")
@@ -146,7 +147,8 @@ class HParams:
 
     def replace(self, **changes) -> HParams:
         """A copy with `changes` by plain name: shared fields and the fields of the model's
-        config; `model` first, so a config field may follow a change of model.
+        config (or a whole `model_config`); `model` first, so a config field may follow a
+        change of model.
 
         Raises:
           HParamsError: a name no field has, a field of another model's config, or a value
@@ -154,7 +156,12 @@ class HParams:
         """
         model = changes.pop("model", self.model)
         shared = {name: changes.pop(name) for name in list(changes) if name in _shared_types()}
-        config = configs.convert(self.model_config, model, changes)
+        config = changes.pop("model_config", None)
+        if config is None:
+            config = configs.convert(self.model_config, model, changes)
+        else:
+            _check(not changes, f"pass model_config or its fields, not both: "
+                                f"{', '.join(changes)}")
         return dataclasses.replace(self, model=model, model_config=config, **shared)
 
     def by_name(self) -> dict[str, typing.Any]:

@@ -226,7 +226,8 @@ def test_a_field_of_another_model_is_one_error_naming_its_models(hparams, text, 
 
 
 def test_hparams_change_the_model_only_through_replace():
-    with pytest.raises(HParamsError, match="model=luong takes a LuongConfig, not a ModelConfig"):
+    with pytest.raises(HParamsError,
+                       match="model=luong takes the config LuongConfig, not ModelConfig"):
         dataclasses.replace(registry.hparams("tiny"), model="luong")
     assert HParams(model="luong").model_config == LuongConfig()
     # A name no model registered builds its model nowhere, but its hparams save and read.
@@ -261,3 +262,13 @@ def test_a_run_of_the_flat_form_resumes_and_decodes(tmp_path):
     assert os.path.basename(opened.checkpoint()) == "ckpt-4"
     model = opened.model()
     assert type(model) is type(before) and model.count_params() == before.count_params()
+
+
+def test_replace_takes_a_whole_config_or_its_fields():
+    tiny = registry.hparams("tiny")
+    aligned = tiny.replace(model="aligned_transformer",
+                           model_config=AlignedConfig(word_dropout=0.2))
+    assert aligned == tiny.override("model=aligned_transformer,word_dropout=0.2")
+    with pytest.raises(HParamsError, match="pass model_config or its fields, not both: "
+                                           "tagging_loss"):
+        tiny.replace(model="aligned_transformer", model_config=AlignedConfig(), tagging_loss=1.0)
