@@ -1,4 +1,5 @@
-"""The `HParams` dataclass: every knob of the model, its training and decoding.
+"""The `HParams` dataclass: the knobs every model shares (the Transformer's shape, training,
+data, decoding) and the config of the model's own.
 
 Paper symbol -> field (Vaswani et al. 2017):
 
@@ -16,11 +17,15 @@ Paper symbol -> field (Vaswani et al. 2017):
 | beam size, alpha | beam_size, alpha         | 4, 0.6 |
 
 `model` names the registered model class (`t2t_lite.registry.register_model`);
-"transformer" is this paper's. Fields declared with `_shaping(...)` change the
-model's weights: a run directory refuses a later run that differs in one.
+"transformer" is this paper's. `model_config` holds the fields of that model's family
+alone (`t2t_lite.hparams.config`: e.g. `tagging_loss` of aligned_transformer); every
+other field is shared by all models (the RNNs reuse the shape fields). Overrides,
+`HParams.replace` and saved hparams reach a config field by its plain name. Fields
+declared with `shaping(...)`, here or in a config, change the model's weights: a run
+directory refuses a later run that differs in one.
 
-Named sets derive from `base` at most one level deep with `dataclasses.replace`
-(hparams/transformer.py). Released sets are never edited in place.
+Named sets derive from the named set they extend with `HParams.replace`
+(hparams/transformer.py, hparams/rnn.py). Released sets are never edited in place.
 """
 
 from __future__ import annotations
@@ -31,26 +36,12 @@ import math
 import types
 import typing
 
-from t2t_lite.errors import UserError
+from t2t_lite.hparams import config as configs
+from t2t_lite.hparams.config import MODEL_SHAPING, HParamsError, ModelConfig  # noqa: F401
+from t2t_lite.hparams.config import shaping as _shaping
 
-MODEL_SHAPING = "model_shaping"
 # Keras dtype policies `HParams.precision` accepts (variables are float32 under all).
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
-RNN_CELLS = ("lstm", "gru")  # `rnn_cell` of the RNN baselines (t2t_lite.rnn).
-ATTENTION_SCORES = ("general", "dot", "concat")  # `attention_score` of luong (Luong 2015, 3.1).
-
-
-def _shaping(default):
-    """A field that changes the model's weights (their shapes or what they mean).
-
-    A run in an output dir that already holds checkpoints must agree on all of
-    them (`HParams.model_shaping_diff`).
-    """
-    return dataclasses.field(default=default, metadata={MODEL_SHAPING: True})
-
-
-class HParamsError(UserError, ValueError):
-    """A bad hparams set, override or value; the message says what to do."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +50,9 @@ class HParams:
 
     # --- Model (section 3) ---
     model: str = _shaping("transformer")  # Registered model class (t2t_lite.registry).
+    # The fields of `model`'s family alone (its registered config class; the Transformer's
+    # has none). None: that config's defaults.
+    model_config: ModelConfig = None
     num_layers: int = _shaping(6)  # N, identical layers in the encoder and in the decoder.
     d_model: int = _shaping(512)  # Width of every sub-layer output and embedding.
     d_ff: int = _shaping(2048)  # Inner size of the position-wise feed-forward network.
@@ -69,28 +63,6 @@ class HParams:
     shared_embedding: bool = _shaping(True)  # One matrix: source, target and pre-softmax.
     normalize_before: bool = _shaping(False)  # False = post-norm LayerNorm(x + Sublayer(x)).
     layer_norm_epsilon: float = 1e-6  # Epsilon of every layer normalization (tensor2tensor's).
-    # --- Parsing levers of `aligned_transformer` (t2t_lite.parsing.aligned_model) ---
-    word_class_features: bool = _shaping(False)  # Encoder input + an embedding of the word's class.
-    tagging_loss: float = _shaping(0.0)  # Weight of the encoder's auxiliary POS-tagging loss.
-    word_dropout: float = _shaping(0.0)  # Training: a source word becomes its class piece.
-    # Training: word dropout of alpha / (alpha + the word's training count) on top.
-    word_dropout_alpha: float = _shaping(0.0)
-    # Encoder self-attention + a learned bias per head and relative-distance bucket (T5's);
-    # 0: off (t2t_lite.layers.relative_position).
-    relative_position_buckets: int = _shaping(0)
-    # --- The span chart of `span_transformer` (t2t_lite.parsing.span_model) ---
-    span_loss: float = _shaping(1.0)  # Weight of the summed span-class cross entropy.
-    span_classes: int = _shaping(64)  # "No phrase" + the phrase labels and unary chains kept.
-    span_bias: float = 1.0  # Decoding: added to each span's log-odds of a phrase (recall).
-    # span_transformer: weight of the decoder's token loss in training; 0: the decoder
-    # is neither run nor trained (the chart and the tagger decode without it).
-    token_loss: float = _shaping(1.0)
-    # --- The RNN baselines (t2t_lite.rnn: rnn_seq2seq, bahdanau, luong; hparams/rnn.py) ---
-    # d_model is their state size, num_layers the depth of the encoder and of the decoder RNN.
-    rnn_cell: str = _shaping("lstm")  # "lstm" or "gru".
-    reverse_source: bool = _shaping(False)  # Read the source words backwards (Sutskever 2014).
-    attention_score: str = _shaping("general")  # luong's: "general", "dot" or "concat".
-    input_feeding: bool = _shaping(True)  # luong: h~_{t-1} joins the decoder input at t.
     # --- Regularization (section 5.4) ---
     dropout_rate: float = 0.1  # P_drop: sub-layer outputs and embeddings + PE.
     attention_dropout_rate: float = 0.0  # On attention weights (not in the paper).
@@ -119,6 +91,12 @@ class HParams:
     extra_length: int = 50  # Maximum output length = input length + extra_length.
 
     def __post_init__(self):
+        config = configs.config_class(self.model)
+        if self.model_config is None:
+            object.__setattr__(self, "model_config", config())
+        _check(type(self.model_config) is config,
+               f"model={self.model} takes the config {config.__name__}, not "
+               f"{type(self.model_config).__name__}; change the model with HParams.replace")
         _check(self.num_layers >= 1, "num_layers must be >= 1")
         _check(self.d_model >= 1 and self.d_ff >= 1, "d_model and d_ff must be >= 1")
         _check(self.num_heads >= 1, "num_heads must be >= 1")
@@ -141,37 +119,6 @@ class HParams:
                      "train_steps", "beam_size"):
             _check(getattr(self, name) >= 1, f"{name} must be >= 1")
         _check(self.extra_length >= 0, "extra_length must be >= 0")
-        _check(self.tagging_loss >= 0.0, f"tagging_loss must be >= 0, got {self.tagging_loss}")
-        _check(0.0 <= self.word_dropout < 1.0,
-               f"word_dropout must be in [0, 1), got {self.word_dropout}")
-        _check(self.word_dropout_alpha >= 0.0,
-               f"word_dropout_alpha must be >= 0, got {self.word_dropout_alpha}")
-        _check(self.model in ("aligned_transformer", "span_transformer")
-               or not (self.word_class_features or self.tagging_loss or self.word_dropout
-                       or self.word_dropout_alpha or self.relative_position_buckets),
-               "word_class_features, tagging_loss, word_dropout, word_dropout_alpha and "
-               "relative_position_buckets need "
-               "model=aligned_transformer or span_transformer "
-               f"(got model={self.model}); use a parsing_*aligned hparams set")
-        _check(self.relative_position_buckets == 0 or (
-                   self.relative_position_buckets >= 4 and self.relative_position_buckets % 2 == 0),
-               "relative_position_buckets must be 0 (off) or even and at least 4, got "
-               f"{self.relative_position_buckets}")
-        _check(self.span_loss >= 0.0 and self.span_classes >= 2,
-               f"span_loss must be >= 0 and span_classes >= 2, got {self.span_loss} and "
-               f"{self.span_classes}")
-        _check(self.token_loss >= 0.0, f"token_loss must be >= 0, got {self.token_loss}")
-        _check(self.token_loss == 1.0 or self.model == "span_transformer",
-               "token_loss weighs the decoder's loss against the chart's: only "
-               "model=span_transformer takes it (0: its chart and tagger decode alone)")
-        _check(self.model != "span_transformer" or self.tagging_loss > 0.0,
-               "model=span_transformer takes the POS tags from the encoder's tagger: "
-               "pass tagging_loss > 0")
-        _check(self.rnn_cell in RNN_CELLS,
-               f"rnn_cell must be one of {', '.join(RNN_CELLS)}, not {self.rnn_cell!r}")
-        _check(self.attention_score in ATTENTION_SCORES,
-               f"attention_score must be one of {', '.join(ATTENTION_SCORES)}, "
-               f"not {self.attention_score!r}")
         _check(self.length_bucket_step > 1.0, "length_bucket_step must be > 1")
         _check(self.precision in PRECISIONS,
                f"precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}")
@@ -195,8 +142,32 @@ class HParams:
         return "mixed_float16" if self.mixed_precision else self.precision
 
     def override(self, overrides: str) -> HParams:
-        """Returns a copy with `"name=value,name=value"` applied, type-checked."""
-        return dataclasses.replace(self, **parse_overrides(overrides))
+        """Returns a copy with `"name=value,name=value"` applied, type-checked (`replace`)."""
+        return self.replace(**parse_overrides(overrides))
+
+    def replace(self, **changes) -> HParams:
+        """A copy with `changes` by plain name: shared fields and the fields of the model's
+        config (or a whole `model_config`); `model` first, so a config field may follow a
+        change of model.
+
+        Raises:
+          HParamsError: a name no field has, a field of another model's config, or a value
+            out of its range.
+        """
+        model = changes.pop("model", self.model)
+        shared = {name: changes.pop(name) for name in list(changes) if name in _shared_types()}
+        config = changes.pop("model_config", None)
+        if config is None:
+            config = configs.convert(self.model_config, model, changes)
+        else:
+            _check(not changes, f"pass model_config or its fields, not both: "
+                                f"{', '.join(changes)}")
+        return dataclasses.replace(self, model=model, model_config=config, **shared)
+
+    def by_name(self) -> dict[str, typing.Any]:
+        """Every value by its plain name: the shared fields, then the model config's."""
+        return {**{name: getattr(self, name) for name in _shared_types()},
+                **configs.values(self.model_config)}
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
@@ -218,31 +189,51 @@ class HParams:
 
     @classmethod
     def from_dict(cls, data: typing.Any) -> HParams:
-        """The HParams of a dict read from hparams.json (`from_json`'s checks)."""
+        """The HParams of a dict read from hparams.json (`from_json`'s checks).
+
+        The model config's fields are in "model_config", or, in the flat form of every
+        field at the top level, among the shared ones: those of the model's config move
+        into it, those of other models' configs must hold their defaults and are dropped.
+        """
         _check(isinstance(data, dict), "saved hparams are not a JSON object")
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
+        nested = data.get("model_config", {})
+        _check(isinstance(nested, dict), "saved hparam model_config is not a JSON object")
+        shared_types, config_types = _shared_types(), configs.field_types()
+        flat = {k: v for k, v in data.items() if k != "model_config" and k not in shared_types}
+        unknown = sorted(set(flat) - set(config_types) | set(nested) - set(config_types))
         shown = ", ".join(name if name.isidentifier() else repr(name) for name in unknown[:5])
         _check(not unknown, f"unknown hparams in saved file: {shown}")
-        types_by_name = _field_types()
-        return cls(**{name: _saved_value(name, value, types_by_name[name])
-                      for name, value in data.items()})
+        shared = {name: _saved_value(name, value, shared_types[name])
+                  for name, value in data.items() if name in shared_types}
+        model = shared.get("model", "transformer")
+        config = configs.config_class(model)
+        names = {f.name for f in dataclasses.fields(config)}
+        kept = {}
+        for name, value in [*flat.items(), *nested.items()]:
+            value = _saved_value(name, value, config_types[name])
+            if name in names:
+                kept[name] = value
+            else:
+                _check(value == configs.default_of(name),
+                       f"saved hparam {name}={value!r} is a field of "
+                       f"{configs.listed(configs.owners(name))}, not of model={model}")
+        return cls(model_config=config(**kept), **shared)
 
     def model_shaping_diff(self, other: HParams) -> list[str]:
-        """Names and values of the model-shaping fields where self and other differ."""
-        return [
-            f"{name}: {getattr(other, name)!r} -> {getattr(self, name)!r}"
-            for name in model_shaping_fields()
-            if getattr(self, name) != getattr(other, name)
-        ]
+        """Names and values of the model-shaping fields where self and other differ
+        (a config's fields where both models' configs have them)."""
+        theirs = {**{name: getattr(other, name) for name in model_shaping_fields()},
+                  **configs.shaping_values(other.model_config)}
+        mine = {**{name: getattr(self, name) for name in model_shaping_fields()},
+                **configs.shaping_values(self.model_config)}
+        return [f"{name}: {theirs[name]!r} -> {value!r}" for name, value in mine.items()
+                if name in theirs and theirs[name] != value]
 
 
 def model_shaping_fields() -> tuple[str, ...]:
-    """Names of the HParams fields marked model-shaping, in declaration order."""
+    """Names of the shared HParams fields marked model-shaping, in declaration order
+    (a config's are `t2t_lite.hparams.config.shaping_values`)."""
     return tuple(f.name for f in dataclasses.fields(HParams) if f.metadata.get(MODEL_SHAPING))
-
-
-MODEL_SHAPING_FIELDS = model_shaping_fields()
 
 
 def _check(condition: bool, message: str) -> None:
@@ -250,8 +241,17 @@ def _check(condition: bool, message: str) -> None:
         raise HParamsError(message)
 
 
-def _field_types() -> dict[str, typing.Any]:
-    return typing.get_type_hints(HParams)
+def _shared_types() -> dict[str, typing.Any]:
+    """Shared field -> declared type (every HParams field but `model_config`)."""
+    types = typing.get_type_hints(HParams)
+    del types["model_config"]
+    return types
+
+
+def field_types() -> dict[str, typing.Any]:
+    """Plain name -> declared type of every field an override may set: the shared ones,
+    then those of every registered model's config."""
+    return {**_shared_types(), **configs.field_types()}
 
 
 def _parse_value(name: str, text: str, annotation) -> typing.Any:
@@ -307,13 +307,16 @@ def _saved_value(name: str, value: typing.Any, annotation) -> typing.Any:
 def parse_overrides(overrides: str) -> dict[str, typing.Any]:
     """Parses `"dropout_rate=0.3,num_layers=4"` into typed values.
 
+    Every name is a field's plain name, shared or of any model's config
+    (`HParams.replace` refuses a field of another model's config).
+
     Raises:
       HParamsError: on a malformed item, an unknown name (with the closest known
         one) or a value of the wrong type.
     """
     import difflib
 
-    types_by_name = _field_types()
+    types_by_name = field_types()
     result: dict[str, typing.Any] = {}
     for item in filter(None, (s.strip() for s in (overrides or "").split(","))):
         if "=" not in item:

@@ -6,12 +6,11 @@ architectures: d_model 256 is every RNN's state size (per direction in
 Bahdanau's encoder), num_layers the depth of the encoder and of the decoder.
 Equation 3's learning rate is halved (a peak near 1e-3, Adam's usual rate for
 LSTMs; the trainer clips no gradients). The tiny sets are for tests and demos.
-Every set is `dataclasses.replace(base(), ...)`: one level deep.
+Every set is `base().replace(...)` through one of two helpers (`model` and the RNN
+config's fields, `t2t_lite.rnn.config`, by their plain names).
 """
 
 from __future__ import annotations
-
-import dataclasses
 
 from t2t_lite.hparams.hparams import HParams
 from t2t_lite.hparams.transformer import base
@@ -20,8 +19,7 @@ from t2t_lite.registry import register_hparams
 
 def _multi30k(**changes) -> HParams:
     """`multi30k`'s data, batching and schedule fields, with `changes`."""
-    return dataclasses.replace(
-        base(),
+    return base().replace(
         d_model=256,
         dropout_rate=0.2,  # As multi30k: 29K pairs see ~20 epochs in an hour.
         warmup_steps=1000,
@@ -34,8 +32,7 @@ def _multi30k(**changes) -> HParams:
 
 def _tiny(**changes) -> HParams:
     """A CPU-sized recurrent model for tests and algorithmic tasks, with `changes`."""
-    return dataclasses.replace(
-        base(),
+    return base().replace(
         num_layers=1,
         d_model=32,
         dropout_rate=0.0,

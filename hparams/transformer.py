@@ -1,13 +1,12 @@
-"""Registered hparams sets: the paper's base and big, parsing (plain and aligned), tiny,
-Table 3.
+"""Registered hparams sets: the paper's base and big, parsing (plain, aligned, tagged, span
+chart), Multi30k, tiny, Table 3.
 
-Every set is `base` or `dataclasses.replace(base(), ...)`: one level deep, a
-comment per change. Released sets are never edited; add a new name instead.
+Every set is `base` or the named set it extends with `.replace(...)` (`HParams.replace`:
+plain names, a config field's included), a comment per change; no field is copied from
+another set. Released sets are never edited; add a new name instead.
 """
 
 from __future__ import annotations
-
-import dataclasses
 
 from t2t_lite.hparams.hparams import HParams
 from t2t_lite.registry import register_hparams
@@ -22,8 +21,7 @@ def base() -> HParams:
 @register_hparams("big")
 def big() -> HParams:
     """Transformer (big), Table 3 last row: 213M parameters, 300K steps."""
-    return dataclasses.replace(
-        base(),
+    return base().replace(
         d_model=1024,
         d_ff=4096,
         num_heads=16,
@@ -35,8 +33,7 @@ def big() -> HParams:
 @register_hparams("parsing")
 def parsing() -> HParams:
     """Constituency parsing (section 6.3): 4 layers, d_model 1024."""
-    return dataclasses.replace(
-        base(),
+    return base().replace(
         num_layers=4,
         d_model=1024,
         d_ff=2048,
@@ -58,8 +55,7 @@ def parsing_small() -> HParams:
     The paper's 4 x 1024 model runs about 15x slower per token on a CPU and
     overfits 3.4K trees; the architecture, decoding and dropout are parsing's.
     """
-    return dataclasses.replace(
-        base(),
+    return parsing().replace(
         num_layers=3,
         d_model=256,
         d_ff=1024,
@@ -72,157 +68,83 @@ def parsing_small() -> HParams:
         warmup_steps=1000,
         batch_size=2048,
         max_length=256,  # Covers the sample's longest linearized tree.
-        shared_embedding=False,
-        beam_size=21,
-        alpha=0.3,
-        extra_length=300,
     )
 
 
 @register_hparams("parsing_aligned")
 def parsing_aligned() -> HParams:
-    """`parsing` with the decoder told the word of its next slot (issue 23).
-
-    `parsing`'s fields, repeated (one level deep); tests/test_aligned_model.py
-    checks that only `model` differs.
-    """
-    return dataclasses.replace(
-        base(),
+    """`parsing` with the decoder told the word of its next slot."""
+    return parsing().replace(
         model="aligned_transformer",  # t2t_lite.parsing.aligned_model: hard alignment.
-        num_layers=4,
-        d_model=1024,
-        d_ff=2048,
-        num_heads=8,
-        dropout_rate=0.2,
-        attention_dropout_rate=0.2,
-        max_length=512,
-        shared_embedding=False,
-        beam_size=21,
-        alpha=0.3,
-        extra_length=300,
     )
 
 
 @register_hparams("parsing_small_aligned")
 def parsing_small_aligned() -> HParams:
-    """`parsing_small` with the decoder told the word of its next slot (issue 23).
-
-    `parsing_small`'s fields, repeated (one level deep); tests/test_aligned_model.py
-    checks that only `model` differs.
-    """
-    return dataclasses.replace(
-        base(),
+    """`parsing_small` with the decoder told the word of its next slot."""
+    return parsing_small().replace(
         model="aligned_transformer",  # t2t_lite.parsing.aligned_model: hard alignment.
-        num_layers=3,
-        d_model=256,
-        d_ff=1024,
-        num_heads=4,
-        dropout_rate=0.1,
-        attention_dropout_rate=0.1,
-        warmup_steps=1000,
-        batch_size=2048,
-        max_length=256,
-        shared_embedding=False,
-        beam_size=21,
-        alpha=0.3,
-        extra_length=300,
     )
 
 
 @register_hparams("parsing_small_tagged")
 def parsing_small_tagged() -> HParams:
-    """`parsing_small_aligned` with the encoder's auxiliary POS-tagging loss (issue 23).
+    """`parsing_small_aligned` with the encoder's auxiliary POS-tagging loss.
 
     On dev at step 1,000 (greedy, same data, seed and steps) it gave strict F1
     53.82 against 38.12 without it (README, levers table); 60 minutes on one AVX2
     core gave test strict F1 72.63 beside supar's 73.55 (README); it is not yet
     compared with `parsing_small_aligned` on dev at 60 minutes, so that stays the recipe.
-    `parsing_small_aligned`'s fields, repeated (one level deep);
-    tests/test_parser_levers.py checks that only `tagging_loss` differs.
     """
-    return dataclasses.replace(
-        base(),
-        model="aligned_transformer",
+    return parsing_small_aligned().replace(
         tagging_loss=1.0,  # t2t_lite.parsing.aligned_model: the encoder also tags.
-        num_layers=3,
-        d_model=256,
-        d_ff=1024,
-        num_heads=4,
-        dropout_rate=0.1,
-        attention_dropout_rate=0.1,
-        warmup_steps=1000,
-        batch_size=2048,
-        max_length=256,
-        shared_embedding=False,
-        beam_size=21,
-        alpha=0.3,
-        extra_length=300,
     )
 
 
 @register_hparams("parsing_small_word_dropout")
 def parsing_small_word_dropout() -> HParams:
-    """`parsing_small_tagged` with word dropout 0.1: the 60-minute recipe (issue 23).
+    """`parsing_small_tagged` with word dropout 0.1: the 60-minute recipe.
 
     Each training source word becomes its unknown-word class piece with
     probability 0.1. On dev at 60 minutes (one core, README levers table) it
     gave strict F1 75.17 against the tagged set's 74.24, and 77.03 with
     `precision=mixed_bfloat16` (a CPU with bfloat16 matmuls: 1.5x the steps),
-    where dev NLL stayed level to the end. `parsing_small_aligned`'s fields,
-    repeated (one level deep); tests/test_parser_levers.py checks that only
-    `tagging_loss` and `word_dropout` differ from it.
+    where dev NLL stayed level to the end.
     """
-    return dataclasses.replace(
-        base(),
-        model="aligned_transformer",
-        tagging_loss=1.0,
+    return parsing_small_tagged().replace(
         word_dropout=0.1,  # t2t_lite.parsing.aligned_model: words dropped to their class.
-        num_layers=3,
-        d_model=256,
-        d_ff=1024,
-        num_heads=4,
-        dropout_rate=0.1,
-        attention_dropout_rate=0.1,
-        warmup_steps=1000,
-        batch_size=2048,
-        max_length=256,
-        shared_embedding=False,
-        beam_size=21,
-        alpha=0.3,
-        extra_length=300,
     )
 
 
 @register_hparams("parsing_small_span")
 def parsing_small_span() -> HParams:
-    """`parsing_small_word_dropout` with a span chart decoded by CKY (issue 23).
+    """`parsing_small_word_dropout` with a span chart decoded by CKY.
 
     `model=span_transformer` (`t2t_lite.parsing.span_model`): the aligned
     model's encoder also scores every span's phrase label (`span_loss` 1.0, up
     to 64 classes: the 25 labels and 33 unary chains of the sample), and decoding takes the best
     tree of the chart, so the search only chooses the tags (beam 1 suffices).
-    tests/test_span_model.py checks that only `model` and `beam_size` differ
-    from the recipe.
     """
-    return dataclasses.replace(parsing_small_word_dropout(), model="span_transformer",
-                               beam_size=1)
+    return parsing_small_word_dropout().replace(
+        model="span_transformer",  # The aligned model's fields carry over.
+        beam_size=1,
+    )
 
 
 @register_hparams("parsing_small_chart")
 def parsing_small_chart() -> HParams:
     """`parsing_small_span` trained as a chart parser: no decoder, span loss 2, and a
-    relative-position bias in the encoder (issue 23).
+    relative-position bias in the encoder.
 
     `token_loss=0`: decoding needs only the chart and the encoder's tagger, so
     training neither runs nor trains the decoder (twice the steps in an hour);
     `span_loss=2`, as a 36-minute probe learned faster with it than with 1;
     `relative_position_buckets=32` (T5's bias of the query-key distance), as the
     chart without it trailed supar on dev only on sentences over 25 words (README,
-    "Constituency parsing": the ninth run). tests/test_span_model.py checks that
-    only these three fields differ from `parsing_small_span`.
+    "Constituency parsing": the ninth run).
     """
-    return dataclasses.replace(parsing_small_span(), span_loss=2.0, token_loss=0.0,
-                               relative_position_buckets=32)
+    return parsing_small_span().replace(span_loss=2.0, token_loss=0.0,
+                                        relative_position_buckets=32)
 
 
 @register_hparams("multi30k")
@@ -233,8 +155,7 @@ def multi30k() -> HParams:
     d_model 256, d_ff 1024, h=4), so the comparison in README is of toolkits,
     not of model sizes. See README "Multi30k" for the recipe and the figures.
     """
-    return dataclasses.replace(
-        base(),
+    return base().replace(
         num_layers=3,
         d_model=256,
         d_ff=1024,
@@ -249,8 +170,7 @@ def multi30k() -> HParams:
 @register_hparams("tiny")
 def tiny() -> HParams:
     """A CPU-sized model for tests, demos and algorithmic tasks."""
-    return dataclasses.replace(
-        base(),
+    return base().replace(
         num_layers=2,
         d_model=128,
         d_ff=512,
@@ -266,7 +186,7 @@ def _variant(name: str, doc: str, **changes):
     """Registers a Table 3 row: base with `changes`."""
 
     def make() -> HParams:
-        return dataclasses.replace(base(), **changes)
+        return base().replace(**changes)
 
     make.__doc__ = doc
     make.__name__ = name

@@ -18,6 +18,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
+from t2t_lite.hparams.config import ModelConfig
 from t2t_lite.hparams.hparams import HParamsError
 from t2t_lite.ids import EOS_ID, PAD_ID  # noqa: F401  (re-exported)
 from t2t_lite.layers.attention import cache_writes_in_place, own_buffers
@@ -60,7 +61,7 @@ def dtype_of(hparams):
     return None if hparams.dtype_policy == "float32" else hparams.dtype_policy
 
 
-@register_model("transformer")
+@register_model("transformer", config=ModelConfig)
 @keras.saving.register_keras_serializable(package="t2t_lite")
 class Transformer(GroupedBeamsMixin, ModelBase, keras.Model):
     """Encoder-decoder Transformer (sections 3.1-3.5); the model contract (`t2t_lite.models.contract`).

@@ -1,14 +1,17 @@
-"""Name -> Problem class, name -> hparams set, name -> model class.
+"""Name -> Problem class, name -> hparams set, name -> model class and its config class.
 
 Problems register with `@register_problem("wmt_ende")`, hparams sets with
-`@register_hparams("big")`, models with `@register_model("transformer")` (the
-contract a model class keeps is `t2t_lite.models.contract`;
-`hparams.model` names the class a run builds). The packages `t2t_lite.problems`,
-`t2t_lite.hparams` and `t2t_lite.rnn` (the RNN baselines) and the modules
-`t2t_lite.model` and `t2t_lite.parsing.aligned_model` are imported on the
-first lookup of their kind (hparams and models without TensorFlow, so the JAX
-backend can look them up), so every built-in name is known; an unknown name fails with one
-line listing the known names.
+`@register_hparams("big")`, models with `@register_model("span_transformer",
+config=SpanConfig)` (the contract a model class keeps is `t2t_lite.models.contract`;
+`hparams.model` names the class a run builds, `hparams.model_config` holds an instance
+of its config class, `t2t_lite.hparams.config`). A built-in model's config class
+lives in a module without TensorFlow and also registers there with
+`@register_config(name)`, so that hparams find it without importing the model.
+The packages `t2t_lite.problems` and `t2t_lite.hparams` and the modules of the
+built-in models and of their configs are imported on the first lookup of their
+kind (hparams, configs and models without TensorFlow, so the JAX backend can look
+them up; hparams and configs without Keras), so every built-in name is known; an
+unknown name fails with one line listing the known names.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from t2t_lite.errors import UserError
 _PROBLEMS: dict[str, type] = {}
 _HPARAMS: dict[str, Callable[[], Any]] = {}
 _MODELS: dict[str, type] = {}
+_CONFIGS: dict[str, type | None] = {}  # Model name -> its config class (None: no fields).
 
 
 class RegistryError(UserError, KeyError):
@@ -52,11 +56,26 @@ def register_hparams(name: str):
     return decorator
 
 
-def register_model(name: str):
-    """Class decorator: registers a model class under `name` (`hparams.model`)."""
+def register_model(name: str, config: type | None = None):
+    """Class decorator: registers a model class under `name` (`hparams.model`) with
+    its config class (`hparams.model_config`; None: a model without fields of its own)."""
 
     def decorator(cls):
         _add(_MODELS, name, cls, "model")
+        if config is not None or name not in _CONFIGS:
+            _add(_CONFIGS, name, config, "model config")
+        return cls
+
+    return decorator
+
+
+def register_config(*names: str):
+    """Class decorator: registers a config class as that of the models `names`, from
+    a module without TensorFlow (the model's `register_model` names the same class)."""
+
+    def decorator(cls):
+        for name in names:
+            _add(_CONFIGS, name, cls, "model config")
         return cls
 
     return decorator
@@ -68,13 +87,17 @@ def _add(table: dict, name: str, value: Any, kind: str) -> None:
     table[name] = value
 
 
-# What each table's lookups import: hparams and models need no TensorFlow (the JAX
-# backend looks them up without it); the problems' data pipelines do.
+# What each table's lookups import: hparams, configs and models need no TensorFlow (the
+# JAX backend looks them up without it; hparams and configs not even Keras); the
+# problems' data pipelines do.
 _MODULES = {
     "problem": ("t2t_lite.problems",),
     "hparams set": ("t2t_lite.hparams",),
+    "model config": ("t2t_lite.hparams.config", "t2t_lite.parsing.config",
+                     "t2t_lite.rnn.config"),
     "model": ("t2t_lite.model", "t2t_lite.parsing.aligned_model",
-              "t2t_lite.parsing.span_model", "t2t_lite.rnn"),
+              "t2t_lite.parsing.span_model", "t2t_lite.rnn.seq2seq", "t2t_lite.rnn.bahdanau",
+              "t2t_lite.rnn.luong"),
 }
 _LOADED_KINDS: set[str] = set()
 
@@ -88,8 +111,8 @@ def _ensure_loaded(kind: str | None = None) -> None:
                 importlib.import_module(module)
 
 
-def _lookup(table: dict, name: str, kind: str, flag: str):
-    _ensure_loaded(kind)
+def _lookup(table: dict, name: str, kind: str, flag: str, load: str | None = None):
+    _ensure_loaded(load or kind)
     if name in table:
         return table[name]
     close = difflib.get_close_matches(name, table, n=1)
@@ -113,6 +136,18 @@ def hparams(name: str):
 def model(name: str) -> type:
     """Returns the model class registered as `name`."""
     return _lookup(_MODELS, name, "model", "--hparams_overrides=model")
+
+
+def model_config(name: str) -> type | None:
+    """The config class of the model registered as `name` (None: it has no fields),
+    found without importing the model."""
+    return _lookup(_CONFIGS, name, "model", "--hparams_overrides=model", load="model config")
+
+
+def model_configs() -> dict[str, type | None]:
+    """Every registered model name -> its config class (None: it has no fields)."""
+    _ensure_loaded("model config")
+    return dict(_CONFIGS)
 
 
 def list_problems() -> list[str]:

@@ -1,6 +1,5 @@
 """The aligned Transformer (issue 23): the decoder reads the encoder output at its next word."""
 
-import dataclasses
 
 import keras
 import numpy as np
@@ -269,7 +268,7 @@ def test_registered_model_and_hparams():
                         ("parsing_small_aligned", "parsing_small")):
         aligned = registry.hparams(name)
         assert aligned.model == "aligned_transformer"
-        assert dataclasses.replace(aligned, model="transformer") == registry.hparams(plain)
+        assert aligned.replace(model="transformer") == registry.hparams(plain)
     assert registry.hparams("parsing").model == registry.hparams("parsing_small").model \
         == "transformer"
 

@@ -108,33 +108,44 @@ def test_json_round_trip_and_shaping_diff():
     assert other.model_shaping_diff(h) == ["num_layers: 6 -> 4"]
 
 
+BUILT_IN_MODELS = ("transformer", "aligned_transformer", "span_transformer", "rnn_seq2seq",
+                   "bahdanau", "luong")
+
+
 def test_model_shaping_fields_come_from_field_metadata():
+    from t2t_lite.hparams import config as configs
     from t2t_lite.hparams import hparams as hparams_module
 
     marked = {f.name for f in dataclasses.fields(HParams) if f.metadata.get("model_shaping")}
     assert marked == {"model", "num_layers", "d_model", "d_ff", "num_heads", "d_k", "d_v",
                       "positional_encoding", "max_length", "shared_embedding",
-                      "normalize_before", "word_class_features", "tagging_loss", "word_dropout",
-                      "word_dropout_alpha", "relative_position_buckets", "span_loss", "span_classes", "token_loss",
-                      "rnn_cell", "reverse_source", "attention_score", "input_feeding"}
+                      "normalize_before"}
     assert set(hparams_module.model_shaping_fields()) == marked
-    assert set(hparams_module.MODEL_SHAPING_FIELDS) == marked
-    # The aligned model, which the parsing levers need.
-    h = registry.hparams("tiny").override("model=aligned_transformer")
-    # Every marked field, and no other, shows in the diff.
+    families = {name: configs.config_class(name) for name in BUILT_IN_MODELS}
+    config_marked = {f.name for config in families.values() for f in dataclasses.fields(config)
+                     if f.metadata.get("model_shaping")}
+    assert config_marked == {
+        "word_class_features", "tagging_loss", "word_dropout", "word_dropout_alpha",
+        "relative_position_buckets", "span_loss", "span_classes", "token_loss",
+        "rnn_cell", "reverse_source", "attention_score", "input_feeding"}
     other = {bool: lambda v: not v, int: lambda v: v * 2 or 4, float: lambda v: v * 2 or 0.5,
              type(None): lambda v: 16}
     strings = {"model": "other", "positional_encoding": "learned", "precision": "mixed_bfloat16",
                "rnn_cell": "gru", "attention_score": "dot"}
-    for field in dataclasses.fields(HParams):
-        old = getattr(h, field.name)
-        new = strings[field.name] if isinstance(old, str) else other[type(old)](old)
+    # Every marked field, and no other, shows in the diff: the shared ones on the aligned
+    # model (which the parsing levers need), each config's on its own model.
+    tiny = registry.hparams("tiny")
+    cases = [(tiny.override("model=aligned_transformer"), name) for name in tiny.by_name()]
+    for model in BUILT_IN_MODELS:
+        h = tiny.override(f"model={model}" + (",tagging_loss=1" if model == "span_transformer"
+                                              else ""))
+        cases += [(h, name) for name in dataclasses.asdict(h.model_config)]
+    for h, name in cases:
+        old = h.by_name()[name]
+        new = strings[name] if isinstance(old, str) else other[type(old)](old)
         assert new != old
-        base = h
-        if field.name == "token_loss":  # Weighs the decoder against span_transformer's chart.
-            base = h.override("model=span_transformer,tagging_loss=1")
-        diff = dataclasses.replace(base, **{field.name: new}).model_shaping_diff(base)
-        assert bool(diff) == (field.name in marked), field.name
+        diff = h.replace(**{name: new}).model_shaping_diff(h)
+        assert bool(diff) == (name in marked | config_marked), name
 
 
 def test_model_field_is_saved_and_defaults_to_transformer():

@@ -27,7 +27,7 @@ ALLOWED = {
     "registry": {"errors"},
     "layers": set(),
     "metrics": set(),
-    "parsing": {"metrics", "model", "models", "layers", "registry", "data"},
+    "parsing": {"metrics", "model", "models", "layers", "registry", "data", "hparams"},
     "rnn": {"layers", "registry", "hparams", "model", "models"},
     "hparams": {"registry"},
     "models": set(),

@@ -1,6 +1,7 @@
 """The model contract (t2t_lite/models/contract.py): a second model plugs in with no library edit.
 
-`BagAttention`, defined and registered here, is not a Transformer: its decoder
+`BagAttention`, defined and registered here with its own config (`BagConfig`), is not a
+Transformer: its decoder
 state is the running mean of the target embeddings so far (a [B, D] sum as its
 self_cache, with no length axis), and one single-head attention from that
 state over the source embeddings gives the logits. It trains, averages,
@@ -8,6 +9,7 @@ decodes and exports through the library exactly as the Transformer does.
 Also here: separate source/target vocabularies, registry and run-dir errors.
 """
 
+import dataclasses
 import json
 import math
 import os
@@ -32,7 +34,8 @@ from t2t_lite.decoding.splits import decode_lines
 from t2t_lite.serving import export
 from t2t_lite.runs import run_dir
 from t2t_lite.training import trainer
-from t2t_lite.hparams import HParamsError
+from t2t_lite.hparams import HParams, HParamsError
+from t2t_lite.hparams.config import ModelConfig, shaping
 from t2t_lite.model import Transformer
 from t2t_lite.models.contract import ModelBase
 from t2t_lite.problems.algorithmic import AlgorithmicReverse
@@ -42,11 +45,19 @@ from t2t_lite.data.text_encoder import strip_ids
 BAG = "model=bag_attention,d_model=16,batch_size=256,max_length=16,extra_length=5"
 
 
-@registry.register_model("bag_attention")
+@dataclasses.dataclass(frozen=True)
+class BagConfig(ModelConfig):
+    """The fields of bag_attention alone (`hparams.model_config`)."""
+
+    output_bias: bool = shaping(True)  # A bias on the output layer's logits.
+
+
+@registry.register_model("bag_attention", config=BagConfig)
 class BagAttention(ModelBase, keras.Model):
     """Running mean of target embeddings + one single-head attention over the source."""
 
-    def __init__(self, source_vocab_size, target_vocab_size, d_model, **kwargs):
+    def __init__(self, source_vocab_size, target_vocab_size, d_model, output_bias=True,
+                 **kwargs):
         super().__init__(**kwargs)
         self.source_vocab_size = source_vocab_size
         self.target_vocab_size = target_vocab_size
@@ -58,11 +69,13 @@ class BagAttention(ModelBase, keras.Model):
         self.query = keras.layers.Dense(d_model, use_bias=False, name="query")
         self.key = keras.layers.Dense(d_model, use_bias=False, name="key")
         self.value = keras.layers.Dense(d_model, use_bias=False, name="value")
-        self.output_dense = keras.layers.Dense(target_vocab_size, name="output")
+        self.output_dense = keras.layers.Dense(target_vocab_size, use_bias=output_bias,
+                                               name="output")
 
     @classmethod
     def from_hparams(cls, hparams, source_vocab_size, target_vocab_size=None):
-        model = cls(source_vocab_size, target_vocab_size or source_vocab_size, hparams.d_model)
+        model = cls(source_vocab_size, target_vocab_size or source_vocab_size, hparams.d_model,
+                    **cls.hparams_kwargs(hparams))
         ids = ops.ones((1, 2), "int32")
         model({"inputs": ids, "targets": ids})
         return model
@@ -197,6 +210,20 @@ def test_run_dir_refuses_another_model(bag_run):
                       options=TrainOptions(eval=NO_EVAL, train_steps=30),
                       strategy=tf.distribute.MirroredStrategy(["/cpu:0"]), log=lambda _: None)
     assert Run.open(out).hparams.model == "bag_attention"  # Nothing overwritten.
+
+
+def test_second_model_has_its_own_config(tiny_hparams):
+    plain = tiny_hparams.override(BAG)
+    assert plain.model_config == BagConfig()
+    hparams = tiny_hparams.override(BAG + ",output_bias=false")
+    assert hparams.model_config == BagConfig(output_bias=False)
+    model = run_weights.build_model(hparams, 12)
+    assert model.count_params() == 2 * 12 * 16 + 3 * 16 * 16 + 16 * 12  # No output bias.
+    assert hparams.model_shaping_diff(plain) == ["output_bias: True -> False"]
+    assert HParams.from_json(hparams.to_json()) == hparams
+    with pytest.raises(HParamsError, match="output_bias is a field of bag_attention, not of "
+                                           "model=transformer; set model=... first"):
+        tiny_hparams.override("output_bias=false")
 
 
 def test_unknown_model_lists_the_known_ones(tiny_hparams):

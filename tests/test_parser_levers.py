@@ -227,22 +227,18 @@ def test_the_train_step_trains_the_tagger(tiny_hparams, one_device, levers, loss
 
 
 def test_the_tagged_parsing_set_is_the_aligned_one_with_the_tagging_loss():
-    import dataclasses
-
     from t2t_lite import registry
 
     tagged = registry.hparams("parsing_small_tagged")
-    assert tagged.tagging_loss == 1.0
-    assert dataclasses.replace(tagged, tagging_loss=0.0) == registry.hparams(
+    assert tagged.model_config.tagging_loss == 1.0
+    assert tagged.replace(tagging_loss=0.0) == registry.hparams(
         "parsing_small_aligned")
 
 
 def test_the_word_dropout_parsing_set_is_the_tagged_one_with_word_dropout():
-    import dataclasses
-
     from t2t_lite import registry
 
     recipe = registry.hparams("parsing_small_word_dropout")
-    assert (recipe.tagging_loss, recipe.word_dropout) == (1.0, 0.1)
-    assert dataclasses.replace(recipe, word_dropout=0.0) == registry.hparams(
+    assert (recipe.model_config.tagging_loss, recipe.model_config.word_dropout) == (1.0, 0.1)
+    assert recipe.replace(word_dropout=0.0) == registry.hparams(
         "parsing_small_tagged")

@@ -9,10 +9,10 @@ strategy drew. Covered here: hparams overrides, the decoder's input reader and e
 datagen's file readers (plain and gzipped); the newer readers are in test_reader_properties.py.
 """
 
+import dataclasses
 import gzip
 import os
 import tempfile
-import typing
 import zlib
 
 import pytest
@@ -24,10 +24,12 @@ from t2t_lite import registry
 from t2t_lite.data.text_encoder import DataError
 from t2t_lite.decoding.splits import encode_lines
 from t2t_lite.decoding.text_io import read_source_lines, split_source_text
-from t2t_lite.hparams.hparams import (ATTENTION_SCORES, PRECISIONS, RNN_CELLS, HParams,
-                                      HParamsError, parse_overrides)
+from t2t_lite.hparams import config as configs
+from t2t_lite.hparams.hparams import (PRECISIONS, HParams, HParamsError, field_types,
+                                      parse_overrides)
 from t2t_lite.problems.base import ProblemError
 from t2t_lite.problems.translate_corpus import ParallelFiles, count_lines
+from t2t_lite.rnn.config import ATTENTION_SCORES, RNN_CELLS
 from t2t_lite.training.options import TrainOptions
 
 ONE_LINE = "one-line-errors"
@@ -44,16 +46,19 @@ def rows(data: bytes) -> list[bytes]:
 
 # --- hparams overrides ----------------------------------------------------------------------
 
-TYPES = typing.get_type_hints(HParams)
+TYPES = field_types()  # Every plain name: the shared fields and every model config's.
 FIELDS = list(TYPES)
-DEFAULTS = {name: getattr(HParams(), name) for name in FIELDS}
+SHARED_DEFAULTS = HParams().by_name()
+MODELS = ("transformer", "aligned_transformer", "span_transformer", "rnn_seq2seq", "bahdanau",
+          "luong")
+CONFIG_FIELDS = {model: {f.name: f.default for f in dataclasses.fields(configs.config_class(model))}
+                 for model in MODELS}
 UNIT, NON_NEGATIVE = st.floats(0, 1, exclude_max=True), st.floats(0, 1e6)
 BY_TYPE = {int: st.integers(1, 10**6), float: st.floats(-1e6, 1e6), bool: st.booleans(),
            int | None: st.none() | st.integers(1, 1000)}
 # Valid values where the field's type does not say enough (HParams.__post_init__'s rules).
 DOMAINS = {
-    "model": st.sampled_from(["transformer", "aligned_transformer", "span_transformer",
-                              "rnn_seq2seq", "bahdanau", "luong"]),
+    "model": st.sampled_from(MODELS),
     "positional_encoding": st.sampled_from(["sinusoid", "learned"]),
     "rnn_cell": st.sampled_from(RNN_CELLS), "attention_score": st.sampled_from(ATTENTION_SCORES),
     "precision": st.sampled_from(PRECISIONS),
@@ -67,8 +72,6 @@ DOMAINS = {
     "num_heads": st.sampled_from([1, 2, 3, 4, 6, 8, 12, 24]),
     "d_model": st.integers(1, 2000).map(lambda k: 24 * k),  # Divisible by every num_heads.
 }
-PARSING_LEVERS = ("word_class_features", "tagging_loss", "word_dropout", "word_dropout_alpha",
-                  "relative_position_buckets")
 PAD = st.sampled_from(["", " ", "\t"])
 
 
@@ -87,16 +90,20 @@ def literal(value) -> st.SearchStrategy:
 
 
 def _satisfy_rules(draw, values: dict) -> None:
-    """Makes the drawn values valid together, as HParams' cross-field checks require."""
+    """Makes the drawn values valid together, as HParams' cross-field checks require: the
+    model is one whose config has every config field drawn (the first drawn one's
+    model keeps its fields, the others' are dropped)."""
     if "num_heads" in values or "d_model" in values:
         for name in ("num_heads", "d_model"):
             values.setdefault(name, draw(DOMAINS[name]))
     model = values.get("model", "transformer")
-    if values.get("token_loss", 1.0) != 1.0:
-        model = "span_transformer"
-    if any(values.get(n) for n in PARSING_LEVERS) and model not in (
-            "aligned_transformer", "span_transformer"):
-        model = "aligned_transformer"
+    drawn = [name for name in values if name not in SHARED_DEFAULTS]
+    if not set(drawn) <= set(CONFIG_FIELDS[model]):
+        model = next((m for m in MODELS if set(drawn) <= set(CONFIG_FIELDS[m])),
+                     next(m for m in MODELS if drawn[0] in CONFIG_FIELDS[m]))
+        for name in drawn:
+            if name not in CONFIG_FIELDS[model]:
+                del values[name]
     if model == "span_transformer" and not values.get("tagging_loss"):
         values["tagging_loss"] = draw(st.floats(0.01, 10))
     if model != "transformer" or "model" in values:
@@ -128,7 +135,7 @@ def test_valid_overrides_set_exactly_those_values(case):
     text, values = case
     assert parse_overrides(text) == values
     hparams = HParams().override(text)
-    assert {name: getattr(hparams, name) for name in FIELDS} == {**DEFAULTS, **values}
+    assert hparams.by_name() == {**SHARED_DEFAULTS, **CONFIG_FIELDS[hparams.model], **values}
     assert HParams.from_json(hparams.to_json()) == hparams  # What the trainer saves reads back.
 
 

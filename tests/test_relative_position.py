@@ -99,7 +99,8 @@ def test_the_bias_table_is_saved_and_restored(tiny_hparams, tmp_path):
 
 
 def test_off_by_default_and_config_round_trip(tiny_hparams):
-    assert tiny_hparams.relative_position_buckets == 0
+    assert tiny_hparams.override(
+        "model=aligned_transformer").model_config.relative_position_buckets == 0
     plain = _model(tiny_hparams, 0)
     assert not hasattr(plain, "relative_position_bias")
     model = _model(tiny_hparams, 8)

@@ -27,6 +27,7 @@ from t2t_lite.pictures import attention, attention_html, attention_png, visualiz
 from t2t_lite.problems.base import ProblemError
 from t2t_lite.rnn import cells
 from t2t_lite.rnn.bahdanau import BahdanauAttention
+from t2t_lite.rnn.config import RNNConfig
 from t2t_lite.rnn.luong import LuongAttention
 from t2t_lite.rnn.seq2seq import RNNSeq2Seq
 from t2t_lite.runs import averaging, checkpoints, weights
@@ -179,10 +180,12 @@ def test_registered_models_and_hparams_sets():
             "bahdanau_tiny": "bahdanau", "luong_tiny": "luong"}
     for name, model in sets.items():
         assert registry.hparams(name).model == model
-    assert registry.hparams("rnn_multi30k").reverse_source
-    assert registry.hparams("bahdanau_multi30k").rnn_cell == "gru"
+    assert registry.hparams("rnn_multi30k").model_config.reverse_source
+    assert registry.hparams("bahdanau_multi30k").model_config.rnn_cell == "gru"
     base = registry.hparams("base")  # The Transformer's defaults are unchanged.
-    assert (base.model, base.rnn_cell, base.reverse_source) == ("transformer", "lstm", False)
+    assert (base.model, RNNConfig().rnn_cell, RNNConfig().reverse_source) == (
+        "transformer", "lstm", False)
+    assert "rnn_cell" not in base.by_name()  # An RNN config's field, not the Transformer's.
     for bad, message in (("rnn_cell=rnn", "rnn_cell must be one of lstm, gru"),
                          ("attention_score=mlp", "attention_score must be one of")):
         with pytest.raises(HParamsError, match=message) as info:
@@ -312,7 +315,7 @@ def test_the_trainer_trains_checkpoints_and_averages_one(run):
         assert json.load(f)["model"] == "luong"
     opened = Run.open(out)
     model, hparams, path = opened.model(), opened.hparams, opened.checkpoint()
-    assert type(model) is LuongAttention and hparams.attention_score == "general"
+    assert type(model) is LuongAttention and hparams.model_config.attention_score == "general"
     saved = tf.train.load_checkpoint(path)
     for key, weight in weights.weight_keys(model).items():
         np.testing.assert_array_equal(saved.get_tensor(key), np.array(weight))

@@ -2,7 +2,6 @@
 decoding by CKY through the model contract."""
 
 import collections
-import dataclasses
 
 import keras
 import numpy as np
@@ -135,14 +134,14 @@ def test_span_loss_is_the_cross_entropy_of_every_span_within_the_words(model):
 
 def test_the_span_set_is_the_recipe_with_the_chart(tiny_hparams):
     span = registry.hparams("parsing_small_span")
-    assert (span.model, span.beam_size, span.span_loss) == ("span_transformer", 1, 1.0)
-    assert dataclasses.replace(span, model="aligned_transformer", beam_size=21) == \
+    assert (span.model, span.beam_size, span.model_config.span_loss) == (
+        "span_transformer", 1, 1.0)
+    assert span.replace(model="aligned_transformer", beam_size=21) == \
         registry.hparams("parsing_small_word_dropout")
     assert registry.model("span_transformer") is SpanTransformer
     chart = registry.hparams("parsing_small_chart")
-    assert chart.relative_position_buckets == 32
-    assert dataclasses.replace(chart, span_loss=1.0, token_loss=1.0,
-                               relative_position_buckets=0) == span
+    assert chart.model_config.relative_position_buckets == 32
+    assert chart.replace(span_loss=1.0, token_loss=1.0, relative_position_buckets=0) == span
     with pytest.raises(HParamsError, match="tagging_loss > 0"):
         tiny_hparams.override("model=span_transformer")
 
@@ -265,4 +264,4 @@ def test_token_loss_zero_trains_the_chart_and_tagger_not_the_decoder(tiny_hparam
 def test_token_loss_other_than_one_needs_the_span_model(tiny_hparams):
     with pytest.raises(HParamsError, match="only model=span_transformer"):
         tiny_hparams.override("model=aligned_transformer,tagging_loss=1,token_loss=0")
-    assert _hparams(tiny_hparams, "token_loss=0").token_loss == 0.0
+    assert _hparams(tiny_hparams, "token_loss=0").model_config.token_loss == 0.0

@@ -194,17 +194,18 @@ def check_capabilities(instance) -> None:
 class ModelBase:
     """The defaults of the contract's optional members, and what building from hparams shares.
 
-    A subclass' own constructor arguments come from hparams (`hparams_kwargs`,
-    none here); `build_weights` creates every weight.
+    A subclass' own constructor arguments come from hparams (`hparams_kwargs`: by
+    default each field of `hparams.model_config`, under its name); `build_weights`
+    creates every weight.
     """
 
     capabilities = Capabilities()
 
     @classmethod
     def hparams_kwargs(cls, hparams) -> dict:
-        """A subclass' own constructor arguments from `hparams` (none here)."""
-        del hparams
-        return {}
+        """A subclass' own constructor arguments from `hparams`: its config's fields."""
+        config = hparams.model_config
+        return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
 
     def build_weights(self):
         """Creates every weight by running a one-token batch."""

@@ -23,31 +23,31 @@ building the model). It is saved with the checkpoints, so the decoder, the
 averager and the exporter restore it without the problem.
 
 Levers for a small treebank (issue 23), off by default:
-- `word_class_features` (hparams): the encoder input adds C_w[class(x_i)], a
+- `word_class_features` (`AlignedConfig`): the encoder input adds C_w[class(x_i)], a
   learned embedding of each source word's class (`t2t_lite.data.word_classes`:
   shape and suffix; a word outside the vocabulary is its class), so rare and
   unknown words share what their spelling says. The class of every source id is
   the non-trainable float32 weight `word_classes` [V_src], filled by `adapt`
   from `problem.source_word_classes()`.
-- `word_dropout` (hparams): while training, each source word becomes the
+- `word_dropout` (`AlignedConfig`): while training, each source word becomes the
   piece of its class (`t2t_lite.data.word_classes.unknown_ids`) with this
   probability, so the words a small treebank has seen are also learned as if
   unknown (word dropout; Kiperwasser and Goldberg 2016 replace rare words
   with unknown-word entries). The non-trainable float32 weight
   `word_unknown_ids` [V_src], filled by `adapt` from
   `problem.source_unknown_ids()`, holds the replacement of every id.
-- `word_dropout_alpha` (hparams): word dropout by frequency (Kiperwasser and
+- `word_dropout_alpha` (`AlignedConfig`): word dropout by frequency (Kiperwasser and
   Goldberg 2016): a word seen c times in training is dropped with probability
   word_dropout + alpha / (alpha + c) (at most 1), so the rarest words are
   learned mostly as unknown and frequent ones keep their own embedding. The
   rate of every id is the non-trainable float32 weight `word_drop_rates`
   [V_src], filled by `adapt` from `problem.source_word_counts()`.
-- `relative_position_buckets` (hparams): the encoder's self-attention scores
+- `relative_position_buckets` (`AlignedConfig`): the encoder's self-attention scores
   add a learned bias per head and bucket of the distance between query and
   key (`t2t_lite.layers.relative_position`, T5's), shared by its layers, on
   top of the absolute positions: the chart parser trailed supar on dev only on
   sentences longer than 25 words.
-- `tagging_loss` (hparams): an auxiliary POS-tagging loss on the encoder (a
+- `tagging_loss` (`AlignedConfig`): an auxiliary POS-tagging loss on the encoder (a
   softmax over the target vocabulary at each word, whose label is the word's
   slot in the target), weighted and added to the summed token loss in the
   training objective (`loss_sums`, which the trainer calls); Keras `fit` trains
@@ -73,6 +73,7 @@ from t2t_lite.layers.relative_position import RelativePositionBias
 from t2t_lite.model import Transformer, shift_right
 from t2t_lite.models.contract import LossSums
 from t2t_lite.models.losses import smoothed_cross_entropy_sums
+from t2t_lite.parsing.config import AlignedConfig
 from t2t_lite.registry import register_model
 
 
@@ -82,7 +83,7 @@ def source_last(input_mask):
     return ops.maximum(lengths - 1, 0)
 
 
-@register_model("aligned_transformer")
+@register_model("aligned_transformer", config=AlignedConfig)
 @keras.saving.register_keras_serializable(package="t2t_lite")
 class AlignedTransformer(Transformer):
     """`Transformer` whose decoder input also holds the encoder output at its word.
@@ -130,13 +131,6 @@ class AlignedTransformer(Transformer):
             trainable=False, autocast=False, name="word_slots")
 
     token_loss = 1.0  # The weight of the decoder's token loss (span_transformer's to change).
-
-    @classmethod
-    def hparams_kwargs(cls, hparams) -> dict:
-        return {"word_class_features": hparams.word_class_features,
-                "tagging_loss": hparams.tagging_loss, "word_dropout": hparams.word_dropout,
-                "word_dropout_alpha": hparams.word_dropout_alpha,
-                "relative_position_buckets": hparams.relative_position_buckets}
 
     def build_weights(self):
         """Creates every weight, the tagger's too, with a one-token batch."""

@@ -51,6 +51,7 @@ from t2t_lite.parsing import chart
 from t2t_lite.model import shift_right
 from t2t_lite.models.contract import FlopProfile
 from t2t_lite.parsing.aligned_model import AlignedTransformer, source_last
+from t2t_lite.parsing.config import SpanConfig
 from t2t_lite.registry import register_model
 
 MAX_CHAIN = 3  # Unary chains deeper than this keep their top three labels.
@@ -110,7 +111,7 @@ def target_chains(targets, kinds) -> collections.Counter:
     return counts
 
 
-@register_model("span_transformer")
+@register_model("span_transformer", config=SpanConfig)
 @keras.saving.register_keras_serializable(package="t2t_lite")
 class SpanTransformer(AlignedTransformer):
     """`AlignedTransformer` plus a span chart that decodes by CKY (module docstring).
@@ -148,12 +149,6 @@ class SpanTransformer(AlignedTransformer):
             shape=(self.span_classes, MAX_CHAIN), name="span_chains", **table)
         self.span_closes = self.add_weight(
             shape=(self.span_classes, MAX_CHAIN), name="span_closes", **table)
-
-    @classmethod
-    def hparams_kwargs(cls, hparams) -> dict:
-        return {**super().hparams_kwargs(hparams), "span_loss": hparams.span_loss,
-                "span_classes": hparams.span_classes, "span_bias": hparams.span_bias,
-                "token_loss": hparams.token_loss}
 
     def get_config(self):
         config = super().get_config()

@@ -4,7 +4,6 @@
 - "bahdanau" (`t2t_lite.rnn.bahdanau`): Bahdanau, Cho & Bengio 2015;
 - "luong" (`t2t_lite.rnn.luong`): Luong, Pham & Manning 2015.
 
-Importing the package registers all three (the registry does on its first lookup).
+Their configs (`t2t_lite.rnn.config`) import no TensorFlow. Importing a model's module
+registers it (the registry does on its first lookup of a model).
 """
-
-from t2t_lite.rnn import bahdanau, luong, seq2seq  # noqa: F401  (register the models)

@@ -27,9 +27,10 @@ from keras import ops
 from t2t_lite.registry import register_model
 from t2t_lite.rnn import cells
 from t2t_lite.rnn.attention import AttentionScore, AttentionSeq2Seq
+from t2t_lite.rnn.config import RNNConfig
 
 
-@register_model("bahdanau")
+@register_model("bahdanau", config=RNNConfig)
 @keras.saving.register_keras_serializable(package="t2t_lite")
 class BahdanauAttention(AttentionSeq2Seq):
     """Bidirectional encoder, MLP attention from s_{t-1}, context into the RNN.

@@ -26,9 +26,10 @@ from keras import ops
 from t2t_lite.registry import register_model
 from t2t_lite.rnn import cells
 from t2t_lite.rnn.attention import LUONG_SCORES, AttentionScore, AttentionSeq2Seq
+from t2t_lite.rnn.config import LuongConfig
 
 
-@register_model("luong")
+@register_model("luong", config=LuongConfig)
 @keras.saving.register_keras_serializable(package="t2t_lite")
 class LuongAttention(AttentionSeq2Seq):
     """Unidirectional encoder, attention from h_t, h~_t = tanh(W_c [c_t; h_t]).
@@ -50,11 +51,6 @@ class LuongAttention(AttentionSeq2Seq):
                                         name="attention", dtype=dtype)
         self.combine = keras.layers.Dense(self.d_model, activation="tanh", use_bias=False,
                                           name="combine", dtype=dtype)
-
-    @classmethod
-    def hparams_kwargs(cls, hparams) -> dict:
-        return {"attention_score": hparams.attention_score,
-                "input_feeding": hparams.input_feeding}
 
     def _initial_carry(self, encoded):
         """The encoder's final states; h~_0 = 0; a_0 = 0."""

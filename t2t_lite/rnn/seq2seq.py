@@ -39,10 +39,11 @@ from t2t_lite.model import check_shared_vocabulary, dtype_of, shift_right
 from t2t_lite.models.contract import ModelBase
 from t2t_lite.registry import register_model
 from t2t_lite.rnn import cells
+from t2t_lite.rnn.config import RNNConfig
 from t2t_lite.rnn.encoder import RNNEncoder
 
 
-@register_model("rnn_seq2seq")
+@register_model("rnn_seq2seq", config=RNNConfig)
 @keras.saving.register_keras_serializable(package="t2t_lite")
 class RNNSeq2Seq(ModelBase, keras.Model):
     """Encoder RNN -> final state -> decoder RNN (Sutskever et al. 2014).
@@ -106,16 +107,16 @@ class RNNSeq2Seq(ModelBase, keras.Model):
                      target_vocab_size: int | None = None) -> RNNSeq2Seq:
         """Builds (and creates the weights of) the model `hparams` describe.
 
-        Uses d_model, num_layers, rnn_cell, dropout_rate, reverse_source,
-        shared_embedding (and a subclass' own fields); the Transformer's d_ff,
-        num_heads, d_k, d_v, positional_encoding and normalize_before are unused.
+        Uses d_model, num_layers, dropout_rate, shared_embedding and the config's
+        fields (`t2t_lite.rnn.config`: rnn_cell, reverse_source and a subclass' own);
+        the Transformer's d_ff, num_heads, d_k, d_v, positional_encoding and
+        normalize_before are unused.
 
         Raises:
           HParamsError: shared_embedding with different vocabulary sizes.
         """
         model = cls(source_vocab_size, target_vocab_size, d_model=hparams.d_model,
-                    num_layers=hparams.num_layers, rnn_cell=hparams.rnn_cell,
-                    dropout_rate=hparams.dropout_rate, reverse_source=hparams.reverse_source,
+                    num_layers=hparams.num_layers, dropout_rate=hparams.dropout_rate,
                     shared_embedding=hparams.shared_embedding,
                     dtype=dtype_of(hparams), **cls.hparams_kwargs(hparams))
         model.build_weights()

@@ -1,11 +1,14 @@
 """The output directory of a run: resolved hparams, problem name, checked on resume.
 
-`hparams.json` (the resolved HParams, `model` included) and `problem.json`
-(problem name, source and target vocabulary sizes, data dir) are written next
-to the checkpoints, and every later tool reads them back. A new run in a
-directory that already holds a run must agree on the problem and on every
-model-shaping hparam. Files written before separate vocabularies existed hold
-one "vocab_size"; it is read as both sizes. `precision` may change on resume
+`hparams.json` (the resolved HParams, `model` included, the model's config
+nested as "model_config") and `problem.json` (problem name, source and target
+vocabulary sizes, data dir) are written next to the checkpoints, and every
+later tool reads them back. A new run in a directory that already holds a run
+must agree on the problem and on every model-shaping hparam, its config's
+included. An hparams.json with every field at the top level (written before
+the per-model configs) reads as the same hparams (`HParams.from_dict`); a run
+that resumes rewrites it nested. Files written before separate vocabularies
+existed hold one "vocab_size"; it is read as both sizes. `precision` may change on resume
 except to or from "mixed_float16", whose optimizer checkpoints a loss scale.
 A fine-tuned run (`t2t_lite-trainer --init_from`) also holds `init_from.json`,
 where it started: the source run, checkpoint and step, and whether the
