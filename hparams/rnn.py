@@ -1,4 +1,4 @@
-"""Registered hparams sets of the RNN baselines (t2t_lite.rnn): Multi30k and tiny.
+"""Registered hparams sets of the RNN baselines (t2t_lite.models.rnn): Multi30k and tiny.
 
 The Multi30k sets match `multi30k`'s (the Transformer's) data, batching,
 schedule and budget of 30-60 CPU minutes, so the lecture's comparison is of
@@ -7,7 +7,7 @@ Bahdanau's encoder), num_layers the depth of the encoder and of the decoder.
 Equation 3's learning rate is halved (a peak near 1e-3, Adam's usual rate for
 LSTMs; the trainer clips no gradients). The tiny sets are for tests and demos.
 Every set is `base().replace(...)` through one of two helpers (`model` and the RNN
-config's fields, `t2t_lite.rnn.config`, by their plain names).
+config's fields, `t2t_lite.models.rnn.config`, by their plain names).
 """
 
 from __future__ import annotations

@@ -75,7 +75,7 @@ def parsing_small() -> HParams:
 def parsing_aligned() -> HParams:
     """`parsing` with the decoder told the word of its next slot."""
     return parsing().replace(
-        model="aligned_transformer",  # t2t_lite.parsing.aligned_model: hard alignment.
+        model="aligned_transformer",  # t2t_lite.models.parsing.aligned_model: hard alignment.
     )
 
 
@@ -83,7 +83,7 @@ def parsing_aligned() -> HParams:
 def parsing_small_aligned() -> HParams:
     """`parsing_small` with the decoder told the word of its next slot."""
     return parsing_small().replace(
-        model="aligned_transformer",  # t2t_lite.parsing.aligned_model: hard alignment.
+        model="aligned_transformer",  # t2t_lite.models.parsing.aligned_model: hard alignment.
     )
 
 
@@ -97,7 +97,7 @@ def parsing_small_tagged() -> HParams:
     compared with `parsing_small_aligned` on dev at 60 minutes, so that stays the recipe.
     """
     return parsing_small_aligned().replace(
-        tagging_loss=1.0,  # t2t_lite.parsing.aligned_model: the encoder also tags.
+        tagging_loss=1.0,  # t2t_lite.models.parsing.aligned_model: the encoder also tags.
     )
 
 
@@ -112,7 +112,7 @@ def parsing_small_word_dropout() -> HParams:
     where dev NLL stayed level to the end.
     """
     return parsing_small_tagged().replace(
-        word_dropout=0.1,  # t2t_lite.parsing.aligned_model: words dropped to their class.
+        word_dropout=0.1,  # t2t_lite.models.parsing.aligned_model: words dropped to their class.
     )
 
 
@@ -120,7 +120,7 @@ def parsing_small_word_dropout() -> HParams:
 def parsing_small_span() -> HParams:
     """`parsing_small_word_dropout` with a span chart decoded by CKY.
 
-    `model=span_transformer` (`t2t_lite.parsing.span_model`): the aligned
+    `model=span_transformer` (`t2t_lite.models.parsing.span_model`): the aligned
     model's encoder also scores every span's phrase label (`span_loss` 1.0, up
     to 64 classes: the 25 labels and 33 unary chains of the sample), and decoding takes the best
     tree of the chart, so the search only chooses the tags (beam 1 suffices).

@@ -105,7 +105,7 @@ class Problem(abc.ABC):
     def word_slot_ids(self) -> list[int] | None:
         """The target ids that are word slots (each stands for the next source word,
         in order), for a model aligned to them (`adapt`, e.g.
-        `t2t_lite.parsing.aligned_model`); None (the default): no alignment."""
+        `t2t_lite.models.parsing.aligned_model`); None (the default): no alignment."""
         return None
 
     def target_token_tables(self) -> tuple[list[int], list[int]] | None:
@@ -116,7 +116,7 @@ class Problem(abc.ABC):
 
     def span_label_chains(self):
         """{open ids of a unary chain, top first: count} over the training trees
-        (`t2t_lite.parsing.span_model`); None (the default): no trees."""
+        (`t2t_lite.models.parsing.span_model`); None (the default): no trees."""
         return None
 
     def source_word_classes(self) -> list[int] | None:

@@ -290,7 +290,7 @@ class WsjParsing(Text2TextProblem):
         Raises:
           ProblemError: no training shards in the data_dir.
         """
-        from t2t_lite.parsing.span_model import target_chains
+        from t2t_lite.models.parsing.span_model import target_chains
 
         kinds = self.target_token_tables()[0]
         targets = (ex["targets"] for ex in self.examples("train").as_numpy_iterator())

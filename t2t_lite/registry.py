@@ -93,11 +93,11 @@ def _add(table: dict, name: str, value: Any, kind: str) -> None:
 _MODULES = {
     "problem": ("t2t_lite.problems",),
     "hparams set": ("t2t_lite.hparams",),
-    "model config": ("t2t_lite.hparams.config", "t2t_lite.parsing.config",
-                     "t2t_lite.rnn.config"),
-    "model": ("t2t_lite.model", "t2t_lite.parsing.aligned_model",
-              "t2t_lite.parsing.span_model", "t2t_lite.rnn.seq2seq", "t2t_lite.rnn.bahdanau",
-              "t2t_lite.rnn.luong"),
+    "model config": ("t2t_lite.hparams.config", "t2t_lite.models.parsing.config",
+                     "t2t_lite.models.rnn.config"),
+    "model": ("t2t_lite.models.transformer", "t2t_lite.models.parsing.aligned_model",
+              "t2t_lite.models.parsing.span_model", "t2t_lite.models.rnn.seq2seq",
+              "t2t_lite.models.rnn.bahdanau", "t2t_lite.models.rnn.luong"),
 }
 _LOADED_KINDS: set[str] = set()
 

@@ -9,9 +9,9 @@ import tensorflow as tf
 from t2t_lite import registry
 from t2t_lite.decoding.beam_search import length_penalty
 from t2t_lite.decoding.search import search
-from t2t_lite.model import Transformer
+from t2t_lite.models.transformer import Transformer
 from t2t_lite.parsing import ptb
-from t2t_lite.parsing.aligned_model import AlignedTransformer, source_last
+from t2t_lite.models.parsing.aligned_model import AlignedTransformer, source_last
 from t2t_lite.parsing.tree_constraint import TreeConstraint
 from t2t_lite.problems.algorithmic import AlgorithmicCopy
 from t2t_lite.problems.parsing import WsjParsing

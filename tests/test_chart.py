@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_lite.parsing.chart import best_trees, plan_tokens
+from t2t_lite.models.parsing.chart import best_trees, plan_tokens
 
 
 # --- References ---------------------------------------------------------------

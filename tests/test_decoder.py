@@ -180,7 +180,7 @@ def test_batched_equals_one_by_one_and_beam1_equals_greedy(run_dir):
 
 @pytest.mark.parametrize("beam_size", [1, 3])
 def test_growing_cache_equals_full_length_cache(beam_size, monkeypatch):
-    from t2t_lite.model import Transformer
+    from t2t_lite.models.transformer import Transformer
 
     hparams = registry.hparams("tiny").override("num_layers=2,d_model=32,d_ff=64,num_heads=2")
     model = Transformer.from_hparams(hparams, 50)

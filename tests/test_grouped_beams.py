@@ -20,8 +20,8 @@ from conftest import SEARCH_VOCAB, search_model
 from t2t_lite.decoding import beam_search
 from t2t_lite.decoding.options import DecodeOptions
 from t2t_lite.decoding.search import decode_padded, search
-from t2t_lite.model import Transformer
-from t2t_lite.parsing.aligned_model import AlignedTransformer
+from t2t_lite.models.transformer import Transformer
+from t2t_lite.models.parsing.aligned_model import AlignedTransformer
 
 VOCAB, BEAM = SEARCH_VOCAB, 3
 

@@ -7,7 +7,7 @@ import keras
 
 from t2t_lite import registry
 from t2t_lite.metrics import Metric, Score
-from t2t_lite.model import Transformer
+from t2t_lite.models.transformer import Transformer
 from t2t_lite.problems.algorithmic import AlgorithmicReverse
 from t2t_lite.training.callbacks import DevMetrics
 from t2t_lite.models.losses import LabelSmoothedCrossEntropy

@@ -11,7 +11,7 @@ from t2t_lite import registry
 from t2t_lite.training import cluster
 from t2t_lite.training.callbacks import CheckpointAveraging, TransformerLearningRate
 from t2t_lite.models.losses import LabelSmoothedCrossEntropy, smoothed_cross_entropy
-from t2t_lite.model import Transformer
+from t2t_lite.models.transformer import Transformer
 from t2t_lite.training.schedules import paper_learning_rate
 
 
@@ -163,7 +163,7 @@ import keras, tensorflow as tf
 from t2t_lite import registry
 from t2t_lite.training.callbacks import TransformerLearningRate
 from t2t_lite.models.losses import LabelSmoothedCrossEntropy
-from t2t_lite.model import Transformer
+from t2t_lite.models.transformer import Transformer
 
 backup, record, kill_at = sys.argv[1], sys.argv[2], int(sys.argv[3])
 problem = registry.problem("algorithmic_reverse")

@@ -16,7 +16,7 @@ from t2t_lite.layers.config import LayerConfig
 from t2t_lite.layers.decoder import DecoderLayer
 from t2t_lite.layers.encoder import EncoderLayer
 from t2t_lite.layers.positional_encoding import SinusoidalPositionalEncoding, sinusoid
-from t2t_lite.model import Transformer
+from t2t_lite.models.transformer import Transformer
 
 
 def test_positional_encoding_golden_values():

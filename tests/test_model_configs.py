@@ -21,9 +21,9 @@ from conftest import NO_EVAL
 from t2t_lite import registry
 from t2t_lite.hparams import HParams, HParamsError
 from t2t_lite.hparams import config as configs
-from t2t_lite.parsing.config import AlignedConfig, SpanConfig
+from t2t_lite.models.parsing.config import AlignedConfig, SpanConfig
 from t2t_lite.records import RecordError
-from t2t_lite.rnn.config import LuongConfig, RNNConfig
+from t2t_lite.models.rnn.config import LuongConfig, RNNConfig
 from t2t_lite.runs import run_dir
 from t2t_lite.runs.run import Run
 from t2t_lite.training import trainer

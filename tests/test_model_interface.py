@@ -36,7 +36,7 @@ from t2t_lite.runs import run_dir
 from t2t_lite.training import trainer
 from t2t_lite.hparams import HParams, HParamsError
 from t2t_lite.hparams.config import ModelConfig, shaping
-from t2t_lite.model import Transformer
+from t2t_lite.models.transformer import Transformer
 from t2t_lite.models.contract import ModelBase
 from t2t_lite.problems.algorithmic import AlgorithmicReverse
 from t2t_lite.data.text_encoder import strip_ids

@@ -29,7 +29,7 @@ from t2t_lite.hparams.hparams import (PRECISIONS, HParams, HParamsError, field_t
                                       parse_overrides)
 from t2t_lite.problems.base import ProblemError
 from t2t_lite.problems.translate_corpus import ParallelFiles, count_lines
-from t2t_lite.rnn.config import ATTENTION_SCORES, RNN_CELLS
+from t2t_lite.models.rnn.config import ATTENTION_SCORES, RNN_CELLS
 from t2t_lite.training.options import TrainOptions
 
 ONE_LINE = "one-line-errors"

@@ -25,11 +25,11 @@ from t2t_lite.decoding.search import cached_decoder, search
 from t2t_lite.hparams import HParamsError
 from t2t_lite.pictures import attention, attention_html, attention_png, visualize
 from t2t_lite.problems.base import ProblemError
-from t2t_lite.rnn import cells
-from t2t_lite.rnn.bahdanau import BahdanauAttention
-from t2t_lite.rnn.config import RNNConfig
-from t2t_lite.rnn.luong import LuongAttention
-from t2t_lite.rnn.seq2seq import RNNSeq2Seq
+from t2t_lite.models.rnn import cells
+from t2t_lite.models.rnn.bahdanau import BahdanauAttention
+from t2t_lite.models.rnn.config import RNNConfig
+from t2t_lite.models.rnn.luong import LuongAttention
+from t2t_lite.models.rnn.seq2seq import RNNSeq2Seq
 from t2t_lite.runs import averaging, checkpoints, weights
 from t2t_lite.training import trainer
 from t2t_lite.training.options import TrainOptions

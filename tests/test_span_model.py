@@ -11,7 +11,7 @@ from t2t_lite import registry
 from t2t_lite.decoding.search import search
 from t2t_lite.hparams.hparams import HParamsError
 from t2t_lite.parsing import ptb
-from t2t_lite.parsing.span_model import SpanTransformer, chain_table, target_chains
+from t2t_lite.models.parsing.span_model import SpanTransformer, chain_table, target_chains
 from t2t_lite.parsing.tree_constraint import TreeConstraint, token_tables
 from t2t_lite.runs import weights
 from t2t_lite.training.evaluation import model_loss_sums

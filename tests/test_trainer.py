@@ -163,7 +163,7 @@ def test_train_minutes_stops_at_the_budget_with_a_checkpoint(tiny_hparams, tmp_p
 
 
 def test_mixed_precision_keeps_logits_float32(tiny_hparams, tmp_path):
-    from t2t_lite.model import Transformer
+    from t2t_lite.models.transformer import Transformer
 
     hparams = tiny_hparams.override("mixed_precision=true")
     result, _ = _train(hparams, tmp_path, 2)

@@ -23,7 +23,7 @@ from t2t_lite.training import trainer
 from t2t_lite.pictures import visualize
 from t2t_lite.bin import plot as plot_cli  # noqa: E402
 from t2t_lite.bin import visualize as visualize_cli  # noqa: E402
-from t2t_lite.model import Transformer  # noqa: E402
+from t2t_lite.models.transformer import Transformer  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 

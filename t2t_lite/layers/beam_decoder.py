@@ -30,13 +30,13 @@ from keras import ops
 class GroupedBeamsMixin:
     """`beam_self_cache`, `grow_beam_cache` and `decode_beams_step` for a
     Transformer-like model with `decoder_layers`, `target_embedding`,
-    `target_dropout`, `_embed` and `_logits` (`t2t_lite.model.Transformer`)."""
+    `target_dropout`, `_embed` and `_logits` (`t2t_lite.models.transformer.Transformer`)."""
 
     # The cached decoder the grouped step mirrors: a subclass that changes one keeps the plain step.
     MIRRORED = ("init_cache", "_init_cache_from", "decode_step", "_decode_layers_step")
 
     def decodes_grouped_beams(self):
-        """True unless a subclass changes the cached decoder (`t2t_lite.model`'s interface)."""
+        """True unless a subclass changes the cached decoder (the Transformer's)."""
         cls = type(self)
         base = next(c for c in cls.__mro__ if GroupedBeamsMixin in c.__bases__)
         return all(getattr(cls, name) is getattr(base, name) for name in self.MIRRORED)

@@ -11,7 +11,7 @@ on the model's greedy output or on a given target. Three kinds, each with one
   <s>, t_0, ..., t_{i-1} (the targets shifted right, section 3.1);
 - "cross": encoder-decoder attention, target x source (T x S).
 
-A model may lack a kind (the RNN attention models of `t2t_lite.rnn` have
+A model may lack a kind (the RNN attention models of `t2t_lite.models.rnn` have
 only "cross", one layer of one "head": the alignment of Bahdanau et al.
 2015, figure 3); only the kinds it has are kept and drawn.
 

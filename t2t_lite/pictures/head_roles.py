@@ -33,7 +33,7 @@ on the targets). Exactly what is counted:
   the role listed first in ROLES.
 
 Only the Transformer (and its subclasses) has encoder self-attention heads; a
-model without them (the RNN models of `t2t_lite.rnn`) raises `HeadRolesError`.
+model without them (the RNN models of `t2t_lite.models.rnn`) raises `HeadRolesError`.
 """
 
 from __future__ import annotations

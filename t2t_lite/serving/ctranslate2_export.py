@@ -12,7 +12,7 @@ follow). It is written with CTranslate2's specification API (`TransformerSpec`,
 `validate`, `optimize(quantization=...)`, `save`) into a temporary directory in
 EXPORT_DIR, renamed at the end (`t2t_lite.atomic`): a failed export leaves nothing.
 
-What maps to what (t2t_lite.model.Transformer -> TransformerSpec):
+What maps to what (t2t_lite.models.transformer.Transformer -> TransformerSpec):
 
 - norms: post-norm LayerNorm(x + Sublayer(x)) (the paper) -> `pre_norm=False`, no
   final stack norm; `normalize_before` -> `pre_norm=True` with `encoder_norm` /

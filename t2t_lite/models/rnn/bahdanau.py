@@ -14,7 +14,7 @@
 
 The carry is {"states", "context": c_t [B, 2 D], "weights": a_t [B, S]};
 the cross_cache the annotations, their keys U h_j and the mask
-(`t2t_lite.rnn.attention.AttentionSeq2Seq`). Bahdanau et al. used gated
+(`t2t_lite.models.rnn.attention.AttentionSeq2Seq`). Bahdanau et al. used gated
 recurrent units (`rnn_cell="gru"`, as `bahdanau_multi30k`).
 Shapes: B batch, S source length, D d_model.
 """
@@ -25,9 +25,9 @@ import keras
 from keras import ops
 
 from t2t_lite.registry import register_model
-from t2t_lite.rnn import cells
-from t2t_lite.rnn.attention import AttentionScore, AttentionSeq2Seq
-from t2t_lite.rnn.config import RNNConfig
+from t2t_lite.models.rnn import cells
+from t2t_lite.models.rnn.attention import AttentionScore, AttentionSeq2Seq
+from t2t_lite.models.rnn.config import RNNConfig
 
 
 @register_model("bahdanau", config=RNNConfig)

@@ -1,6 +1,6 @@
 """The configs of the parsing models: `AlignedConfig` (`aligned_transformer`,
-`t2t_lite.parsing.aligned_model`) and `SpanConfig` (`span_transformer`,
-`t2t_lite.parsing.span_model`), without TensorFlow (`t2t_lite.hparams.config`).
+`t2t_lite.models.parsing.aligned_model`) and `SpanConfig` (`span_transformer`,
+`t2t_lite.models.parsing.span_model`), without TensorFlow (`t2t_lite.hparams.config`).
 
 Each field is a keyword argument of its model's constructor, of the same name.
 """
@@ -16,7 +16,7 @@ from t2t_lite.registry import register_config
 @register_config("aligned_transformer")
 @dataclasses.dataclass(frozen=True)
 class AlignedConfig(ModelConfig):
-    """The parsing levers of `aligned_transformer` (t2t_lite.parsing.aligned_model)."""
+    """The parsing levers of `aligned_transformer` (t2t_lite.models.parsing.aligned_model)."""
 
     word_class_features: bool = shaping(False)  # Encoder input + an embedding of the word's class.
     tagging_loss: float = shaping(0.0)  # Weight of the encoder's auxiliary POS-tagging loss.
@@ -42,7 +42,7 @@ class AlignedConfig(ModelConfig):
 @register_config("span_transformer")
 @dataclasses.dataclass(frozen=True)
 class SpanConfig(AlignedConfig):
-    """`AlignedConfig` and the span chart of `span_transformer` (t2t_lite.parsing.span_model)."""
+    """`AlignedConfig` and the span chart of `span_transformer` (t2t_lite.models.parsing.span_model)."""
 
     span_loss: float = shaping(1.0)  # Weight of the summed span-class cross entropy.
     span_classes: int = shaping(64)  # "No phrase" + the phrase labels and unary chains kept.

@@ -20,7 +20,7 @@ ATTENTION_SCORES = ("general", "dot", "concat")  # `attention_score` of luong (L
 @register_config("rnn_seq2seq", "bahdanau")
 @dataclasses.dataclass(frozen=True)
 class RNNConfig(ModelConfig):
-    """The recurrent cell and the source order of every RNN baseline (t2t_lite.rnn)."""
+    """The recurrent cell and the source order of every RNN baseline (t2t_lite.models.rnn)."""
 
     rnn_cell: str = shaping("lstm")  # "lstm" or "gru".
     reverse_source: bool = shaping(False)  # Read the source words backwards (Sutskever 2014).
@@ -33,7 +33,7 @@ class RNNConfig(ModelConfig):
 @register_config("luong")
 @dataclasses.dataclass(frozen=True)
 class LuongConfig(RNNConfig):
-    """`RNNConfig` and Luong et al. 2015's attention (t2t_lite.rnn.luong)."""
+    """`RNNConfig` and Luong et al. 2015's attention (t2t_lite.models.rnn.luong)."""
 
     attention_score: str = shaping("general")  # "general", "dot" or "concat".
     input_feeding: bool = shaping(True)  # h~_{t-1} joins the decoder input at t.

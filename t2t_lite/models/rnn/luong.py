@@ -7,7 +7,7 @@ Global attention (section 3.1), applied *after* the decoder RNN step:
 - the decoder RNN reads E y_{t-1} (with input feeding, section 3.3,
   [E y_{t-1}; h~_{t-1}], h~_0 = 0) and gives h_t (the top layer's);
 - h_t scores the encoder states s_j: "general" h_t^T W_a s_j (the default),
-  "dot" h_t^T s_j or "concat" (the MLP of `t2t_lite.rnn.attention`);
+  "dot" h_t^T s_j or "concat" (the MLP of `t2t_lite.models.rnn.attention`);
   a_t = softmax(scores), c_t = sum_j a_tj s_j;
 - the attentional state h~_t = tanh(W_c [c_t; h_t]) predicts y_t through the
   pre-softmax projection (equations 5 and 6).
@@ -24,9 +24,9 @@ import keras
 from keras import ops
 
 from t2t_lite.registry import register_model
-from t2t_lite.rnn import cells
-from t2t_lite.rnn.attention import LUONG_SCORES, AttentionScore, AttentionSeq2Seq
-from t2t_lite.rnn.config import LuongConfig
+from t2t_lite.models.rnn import cells
+from t2t_lite.models.rnn.attention import LUONG_SCORES, AttentionScore, AttentionSeq2Seq
+from t2t_lite.models.rnn.config import LuongConfig
 
 
 @register_model("luong", config=LuongConfig)

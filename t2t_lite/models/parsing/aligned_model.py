@@ -70,10 +70,10 @@ from keras import ops
 
 from t2t_lite.data.word_classes import CLASS_PIECES
 from t2t_lite.layers.relative_position import RelativePositionBias
-from t2t_lite.model import Transformer, shift_right
+from t2t_lite.models.transformer import Transformer, shift_right
 from t2t_lite.models.contract import LossSums
 from t2t_lite.models.losses import smoothed_cross_entropy_sums
-from t2t_lite.parsing.config import AlignedConfig
+from t2t_lite.models.parsing.config import AlignedConfig
 from t2t_lite.registry import register_model
 
 

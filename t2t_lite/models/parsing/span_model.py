@@ -4,7 +4,7 @@ A chart parser scores every span of the sentence and takes the best tree by
 dynamic programming (Stern, Andreas & Klein 2017; Kitaev & Klein 2018, with a
 self-attentive encoder); on a small treebank it learns far more from each tree
 than a decoder that must write the tree token by token. This model adds such a
-chart to `AlignedTransformer` (`t2t_lite.parsing.aligned_model`): the encoder
+chart to `AlignedTransformer` (`t2t_lite.models.parsing.aligned_model`): the encoder
 output h [B, S, D] at the first word i and the last word j of a span gives
 
     s(i, j) = W_o relu(LayerNorm(W_l h_i + W_r h_j + b)),  [C] scores,
@@ -18,7 +18,7 @@ loss and the encoder's tagging loss (required: the tagger gives the POS tags).
 
 Decoding: each span's margin is m(i, j) = max_{c>0} log p(c) - log p(0) +
 `span_bias` (a local span loss under-predicts phrases: the bias buys recall); CKY
-(`t2t_lite.parsing.chart.best_trees`) takes the binary tree maximizing the
+(`t2t_lite.models.parsing.chart.best_trees`) takes the binary tree maximizing the
 sum of max(m, 0) over its spans, whose spans with m > 0 (and the root, always)
 keep their best chain; the others dissolve into their parents, so the tree is
 n-ary. `chart.plan_tokens` writes it in the target format,
@@ -47,11 +47,11 @@ import keras
 import numpy as np
 from keras import ops
 
-from t2t_lite.parsing import chart
-from t2t_lite.model import shift_right
+from t2t_lite.models.parsing import chart
+from t2t_lite.models.transformer import shift_right
 from t2t_lite.models.contract import FlopProfile
-from t2t_lite.parsing.aligned_model import AlignedTransformer, source_last
-from t2t_lite.parsing.config import SpanConfig
+from t2t_lite.models.parsing.aligned_model import AlignedTransformer, source_last
+from t2t_lite.models.parsing.config import SpanConfig
 from t2t_lite.registry import register_model
 
 MAX_CHAIN = 3  # Unary chains deeper than this keep their top three labels.

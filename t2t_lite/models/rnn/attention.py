@@ -23,7 +23,7 @@ import keras
 from keras import ops
 
 from t2t_lite.models.contract import Capabilities
-from t2t_lite.rnn.seq2seq import RNNSeq2Seq
+from t2t_lite.models.rnn.seq2seq import RNNSeq2Seq
 
 SCORES = ("additive", "general", "dot")
 LUONG_SCORES = {"concat": "additive", "general": "general", "dot": "dot"}  # Their names.

@@ -8,7 +8,7 @@ decoder knows of the source. With `reverse_source` the encoder reads the
 words of each source backwards (their section 3.3: "we reversed the order of
 the words in the source sentence but not the target sentences"); EOS stays last.
 
-The recurrent models share this class' machinery (`t2t_lite.rnn.attention`'s
+The recurrent models share this class' machinery (`t2t_lite.models.rnn.attention`'s
 Bahdanau and Luong models subclass it):
 - the decoder's state is a nested dict of [B, ...] tensors, the *carry*
   ({"states": one cell state per layer, plus what a model adds});
@@ -35,12 +35,12 @@ import keras
 from keras import ops
 
 from t2t_lite.layers.embedding import SharedEmbedding
-from t2t_lite.model import check_shared_vocabulary, dtype_of, shift_right
+from t2t_lite.models.transformer import check_shared_vocabulary, dtype_of, shift_right
 from t2t_lite.models.contract import ModelBase
 from t2t_lite.registry import register_model
-from t2t_lite.rnn import cells
-from t2t_lite.rnn.config import RNNConfig
-from t2t_lite.rnn.encoder import RNNEncoder
+from t2t_lite.models.rnn import cells
+from t2t_lite.models.rnn.config import RNNConfig
+from t2t_lite.models.rnn.encoder import RNNEncoder
 
 
 @register_model("rnn_seq2seq", config=RNNConfig)
@@ -108,7 +108,7 @@ class RNNSeq2Seq(ModelBase, keras.Model):
         """Builds (and creates the weights of) the model `hparams` describe.
 
         Uses d_model, num_layers, dropout_rate, shared_embedding and the config's
-        fields (`t2t_lite.rnn.config`: rnn_cell, reverse_source and a subclass' own);
+        fields (`t2t_lite.models.rnn.config`: rnn_cell, reverse_source and a subclass' own);
         the Transformer's d_ff, num_heads, d_k, d_v, positional_encoding and
         normalize_before are unused.
 

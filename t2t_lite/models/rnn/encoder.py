@@ -15,7 +15,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
-from t2t_lite.rnn.cells import make_rnn
+from t2t_lite.models.rnn.cells import make_rnn
 
 
 @keras.saving.register_keras_serializable(package="t2t_lite")
