@@ -328,3 +328,38 @@ def test_separate_vocabularies_train_after_a_refused_start(tiny_hparams, tmp_pat
     assert (model.source_vocab_size, model.target_vocab_size) == (12, 15)
     ids, scores = search(model, tf.constant([[3, 4, 5, 1]], tf.int32), 2, 0.6, 6)
     assert ids.shape == (1, 2, 6) and scores.shape == (1, 2)
+
+
+@pytest.mark.slow  # ~15 s: three commands in this process (they know the test's model).
+def test_second_model_through_the_commands(tmp_path, capsys):
+    from t2t_lite.bin import decoder as decoder_cli
+    from t2t_lite.bin import exporter as exporter_cli
+    from t2t_lite.bin import trainer as trainer_cli
+
+    out, lines = str(tmp_path / "run"), tmp_path / "in.txt"
+    lines.write_text("3 1 4\n2 7 1 8\n5 5 9\n", encoding="utf-8")
+    assert trainer_cli.main([
+        "--problem=algorithmic_copy", "--hparams=tiny", f"--output_dir={out}",
+        f"--hparams_overrides={BAG},output_bias=false", "--train_steps=12",
+        "--save_checkpoints_steps=6", "--eval_every_steps=0"]) == 0
+    opened = Run.open(out)
+    assert opened.hparams.model_config == BagConfig(output_bias=False)
+    model = opened.model()
+    assert type(model) is BagAttention and not model.output_dense.use_bias
+    assert decoder_cli.main([f"--output_dir={out}", f"--decode_from_file={lines}",
+                             f"--decode_to_file={tmp_path / 'out.txt'}",
+                             "--beam_size=2"]) == 0
+    options = DecodeOptions.from_hparams(opened.hparams, beam_size=2)
+    want = [beams[0][0] for beams in decode_lines(
+        opened.problem, model, lines.read_text().splitlines(), options,
+        opened.hparams.max_length)]
+    assert (tmp_path / "out.txt").read_text(encoding="utf-8").splitlines() == want
+    assert exporter_cli.main([f"--output_dir={out}", f"--export_dir={tmp_path / 'export'}",
+                              "--beam_size=2"]) == 0
+    loaded = tf.saved_model.load(str(tmp_path / "export" / "1"))
+    batch = np.zeros((len(want), 16), np.int32)
+    for row, ids in enumerate(_sources()[:len(want)]):
+        batch[row, :len(ids)] = ids
+    got = loaded.signatures["translate_ids"](inputs=tf.constant(batch))
+    expected = Decoder(model, options).decode(_sources()[:len(want)])
+    assert [strip_ids(row) for row in got["ids"].numpy()] == [b[0][0] for b in expected]
