@@ -21,6 +21,11 @@ _cpus = tf.config.list_physical_devices("CPU")
 tf.config.set_logical_device_configuration(
     _cpus[0], [tf.config.LogicalDeviceConfiguration()] * 2
 )
+# Start the runtime now, with TensorFlow's default thread pools, so every test process
+# computes with the same pools whatever ran first in it: a command run in-process
+# before any op (t2t_lite-decoder's `parallel.configure_threads`) would otherwise set
+# one intra-op thread for the whole process, and float sums (and near-tied beams) differ.
+tf.constant(0.0).numpy()
 
 SHARED = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
 # The small real corpora (Multi30k, newstest, ...): ../shared/data beside the
