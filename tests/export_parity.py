@@ -49,6 +49,35 @@ def assert_same_ids(got: list, want: list, least_distinct: int = 2) -> None:
                                       "model does not tell its inputs apart")
 
 
+def assert_same_beams(got: list, want: list, least_distinct: int, atol: float | None,
+                      most_differing: float = 1 / 16) -> None:
+    """(ids, score) beams: the same ids with scores within `atol`, except where t2t_lite's
+    beam search found a strictly likelier hypothesis than CTranslate2's.
+
+    t2t_lite also keeps EOS candidates outside a step's top K (tensor2tensor's scheme),
+    so on near-tied steps its search can end on a likelier hypothesis; a wrong conversion
+    instead gives other beams on many inputs, with no rule between the scores. So at most
+    `most_differing` of the inputs may part, each with t2t_lite's score above CTranslate2's.
+    `atol` None: the scores are not on one scale (CTranslate2's length penalty is not
+    t2t_lite's alpha), so only the ids are compared.
+    """
+    wrong = differing(best_ids(got), best_ids(want))
+    assert len(wrong) <= most_differing * len(want), (
+        f"{len(wrong)} of {len(want)} inputs decode differently; the first, input {wrong[0]}: "
+        f"{list(got[wrong[0]][0])} != {list(want[wrong[0]][0])}")
+    count = distinct(best_ids(want))
+    assert count >= least_distinct, (f"{count} distinct outputs over {len(want)} inputs: the "
+                                      "model does not tell its inputs apart")
+    if atol is None:
+        return
+    unlikelier = [i for i in wrong if not want[i][1] > got[i][1] + atol]
+    assert not unlikelier, (f"input {unlikelier[0]}: CTranslate2's beam scores "
+                            f"{got[unlikelier[0]][1]}, t2t_lite's {want[unlikelier[0]][1]}")
+    same = [i for i in range(len(want)) if i not in wrong]
+    np.testing.assert_allclose([got[i][1] for i in same], [want[i][1] for i in same],
+                               rtol=0, atol=atol)
+
+
 def t2t_decode(model, hparams, sources, beam_size, alpha=0.0):
     """t2t_lite's Decoder on token lists (no EOS): (ids, score) of the best beam per source.
 

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from conftest import DATA, NO_EVAL, data_file
-from export_parity import (assert_same_ids, best_ids, best_scores, differing, one_bucket,
+from export_parity import (assert_same_beams, assert_same_ids, best_ids, best_scores, differing, one_bucket,
                            random_run, randomize, t2t_decode)
 
 from t2t_lite import registry
@@ -146,34 +146,35 @@ def test_greedy_gives_t2t_lite_ids_scores_and_text(tiny):
 @needs_ct2
 @pytest.mark.slow  # Kept out of `make test` for its 6-minute budget; CI runs it.
 @pytest.mark.guarantee("export-parity", "CTranslate2 beam 4 with length_penalty 0 gives "
-                       "t2t_lite's alpha-0 beam 4 ids on every one of 64 newstest2014 "
-                       "sentences, with scores within 1e-4")
+                       "t2t_lite's alpha-0 beam 4 ids, scores within 1e-4, on 64 newstest2014 "
+                       "sentences but at most 1 in 16, where t2t_lite's beam is the likelier")
 def test_beam4_alpha0_gives_t2t_lite_ids_and_scores(tiny):
     """With alpha = 0 and length_penalty = 0 both rank by log-probability. The searches
     could still part: t2t_lite also keeps EOS candidates outside a step's top K
     (tensor2tensor's scheme), so where they differ its hypothesis is the likelier. On
-    these 64 sentences they never do (measured: 64 / 64, 24 distinct outputs, scores at
-    most 2.3e-5 apart), so every sentence must get the same ids."""
+    these 64 sentences they part on near-tied steps only when TensorFlow runs one
+    intra-op thread (measured: 64 / 64 the same with two, 61 / 64 with one, t2t_lite's
+    three beams scoring -67.4, -60.8 and -63.9 against CTranslate2's -73.8, -73.9 and
+    -70.5), so at most 1 in 16 may part, each with t2t_lite's beam the likelier."""
     lines = _lines(data_file(*NEWSTEST, lines=600), 600)
     sources = one_bucket(tiny.problem, tiny.run.hparams, lines, 64, 64)
     want = t2t_decode(tiny.model, tiny.run.hparams, sources, beam_size=4, alpha=0.0)
     got = c2s.translate_ids(_load(tiny.float32), sources, beam_size=4, length_penalty=0.0)
     assert len(sources) == 64
-    assert_same_ids(best_ids(got), best_ids(want), least_distinct=len(want) // 8)
-    np.testing.assert_allclose(best_scores(got), best_scores(want), rtol=0, atol=SCORE_ATOL)
+    assert_same_beams(got, want, least_distinct=len(want) // 8, atol=SCORE_ATOL)
 
 
 @needs_ct2
 @pytest.mark.slow  # Kept out of `make test` for its 6-minute budget; CI runs it.
 @pytest.mark.guarantee("export-parity", "CTranslate2 beam 4 with t2t_lite.json's "
                        "length_penalty (0.5, mapped from alpha 0.6) gives t2t_lite's alpha-0.6 "
-                       "beam 4 ids on every one of 123 newstest2014 sentences, where "
+                       "beam 4 ids on 123 newstest2014 sentences but at most 1 in 16, where "
                        "CTranslate2's default length_penalty 1 does not")
 def test_alpha_maps_to_the_length_penalty_that_gives_t2t_lite_beams(tiny):
     """t2t_lite.json maps alpha 0.6 to length_penalty 0.5 (`LENGTH_PENALTY_SCALE`), which
     `translate_ids` uses by default. The 123 sentences of padded length 32 and 64 among
-    newstest2014's first 600 get the same ids (measured: 123 / 123, 46 distinct
-    outputs). The check has teeth: CTranslate2's default length_penalty 1 gives other
+    newstest2014's first 600 get the same ids (measured: 123 / 123 with two intra-op
+    threads, 119 / 123 with one; 46 distinct outputs). The check has teeth: CTranslate2's default length_penalty 1 gives other
     beams on some of them (measured: 28 of 123; on the 64 of length 64 its text scored
     BLEU 93.7 against t2t_lite's), so a lost mapping fails here."""
     lines = _lines(data_file(*NEWSTEST, lines=600), 600)
@@ -183,10 +184,10 @@ def test_alpha_maps_to_the_length_penalty_that_gives_t2t_lite_beams(tiny):
     model = _load(tiny.float32)
     got = c2s.translate_ids(model, sources, beam_size=4)  # t2t_lite.json's length_penalty.
     assert len(sources) == 123
-    assert_same_ids(best_ids(got), best_ids(want), least_distinct=len(want) // 8)
+    assert_same_beams(got, want, least_distinct=len(want) // 8, atol=None)
     default = c2s.translate_ids(model, sources, beam_size=4, length_penalty=1.0)
-    assert differing(best_ids(default), best_ids(want)), \
-        "CTranslate2's default length_penalty gives t2t_lite's beams too: nothing is checked"
+    with pytest.raises(AssertionError):  # The check has teeth: a lost mapping fails it.
+        assert_same_beams(default, want, least_distinct=len(want) // 8, atol=None)
     assert model.settings["alpha"] == 0.6 and model.settings["length_penalty"] == 0.5
 
 
@@ -249,8 +250,7 @@ def test_random_model_with_the_base_structure_decodes_alike(tiny, tmp_path):
     want = t2t_decode(model, hparams, sources, beam_size=1)
     got = c2s.translate_ids(_load(path), sources, beam_size=1)
     assert len(sources) == 64
-    assert_same_ids(best_ids(got), best_ids(want), least_distinct=len(want) // 8)
-    np.testing.assert_allclose(best_scores(got), best_scores(want), rtol=0, atol=SCORE_ATOL)
+    assert_same_beams(got, want, least_distinct=len(want) // 8, atol=SCORE_ATOL)
 
 
 @needs_ct2
@@ -288,8 +288,7 @@ def test_pre_norm_learned_positions_and_separate_vocabularies(tmp_path):
     want = t2t_decode(model, hparams, sources, beam_size=1)
     got = c2s.translate_ids(loaded, sources, beam_size=1)
     assert len(sources) == 64
-    assert_same_ids(best_ids(got), best_ids(want), least_distinct=len(want) // 8)
-    np.testing.assert_allclose(best_scores(got), best_scores(want), rtol=0, atol=SCORE_ATOL)
+    assert_same_beams(got, want, least_distinct=len(want) // 8, atol=SCORE_ATOL)
 
 
 def _refusal(argv, capfd):
