@@ -23,28 +23,17 @@ import os
 import time
 
 from t2t_lite.atomic import atomic_path
+from t2t_lite.models.contract import FlopProfile
 
 
 @dataclasses.dataclass(frozen=True)
-class FlopCounter:
-    """Training FLOPs of one batch as a function of its padded shape.
-
-    Attributes:
-      encoder_weights: weights the source tokens go through (encoder layers).
-      decoder_weights: weights the target tokens go through (decoder layers and
-        the pre-softmax projection).
-      d_model, num_layers: for the attention products (0 layers: none).
-    """
-
-    encoder_weights: int
-    decoder_weights: int
-    d_model: int = 0
-    num_layers: int = 0
-    decoder: bool = True  # False: training runs no decoder (span_transformer, token_loss 0).
+class FlopCounter(FlopProfile):
+    """Training FLOPs of one batch as a function of its padded shape, from a model's
+    `FlopProfile` (the weights its source and target tokens go through)."""
 
     @classmethod
     def for_model(cls, model) -> FlopCounter:
-        """The counter of a t2t_lite `Transformer`; else 6 x all weights x target tokens."""
+        """The counter of `model.flop_profile()` (by default 6 x all weights x target tokens)."""
         return cls(**dataclasses.asdict(model.flop_profile()))
 
     def train_flops(self, batch: int, source_length: int, target_length: int) -> float:
