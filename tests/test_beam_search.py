@@ -296,6 +296,24 @@ def test_early_stop_counts_next_fn_calls():
     assert no_eos.calls == 10
 
 
+def test_best_only_returns_the_same_best_in_fewer_steps():
+    """`best_only` stops once no alive beam can beat the best finished one: the first
+    hypothesis and its score are the full search's, reached in fewer steps."""
+    saved = []
+    for seed in range(6):
+        model = PrefixModel(random_table(seed, 5, 6, eos_shift=1.0))
+        c0s = [1, 2, 3, 4]
+        for alpha in (0.0, 0.6):
+            full_seqs, full_scores = run_beam(model, c0s, None, 3, 6, alpha)
+            full_calls = model.calls
+            seqs, scores = run_beam(model, c0s, None, 3, 6, alpha, best_only=True)
+            np.testing.assert_array_equal(seqs[:, 0], full_seqs[:, 0])
+            np.testing.assert_allclose(scores[:, 0], full_scores[:, 0], rtol=1e-6)
+            assert model.calls <= full_calls
+            saved.append(full_calls - model.calls)
+    assert sum(saved) > 0 and max(saved) >= 2  # It does stop earlier.
+
+
 # 7. Inside tf.function (graph mode, static shapes) == eager.
 def test_tf_function_matches_eager():
     import tensorflow as tf

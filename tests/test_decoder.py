@@ -18,6 +18,7 @@ from t2t_lite import registry
 from t2t_lite.runs import weights
 from t2t_lite.data import datagen
 from t2t_lite.decoding import decode_policy
+from t2t_lite.ids import strip_ids
 from t2t_lite.decoding.decoder import Decoder
 from t2t_lite.decoding.options import DecodeOptions
 from t2t_lite.decoding.search import cache_lengths, search
@@ -195,6 +196,31 @@ def test_growing_cache_equals_full_length_cache(beam_size, monkeypatch):
     assert np.count_nonzero(grown[0].numpy()[:, 0]) >= 3 * 11  # Decoded past 8 steps.
     np.testing.assert_array_equal(grown[0].numpy(), full[0].numpy())
     np.testing.assert_allclose(grown[1].numpy(), full[1].numpy(), rtol=1e-5)
+
+
+def test_one_traced_function_decodes_every_source_length():
+    """Batches of padded lengths 8, 16 and 32 share one traced search, which gives each
+    sentence the ids and score of a search traced for its own padded length."""
+    from t2t_lite.decoding.decoder import decoder_for
+    from t2t_lite.decoding.search import decode_padded
+    from t2t_lite.models.transformer import Transformer
+
+    hparams = registry.hparams("tiny").override("num_layers=1,d_model=32,d_ff=64,num_heads=2")
+    model = Transformer.from_hparams(hparams, 40)
+    rng = np.random.default_rng(3)
+    sources = [list(rng.integers(2, 40, n)) + [1] for n in (3, 12, 20, 5)]
+    options = DecodeOptions(beam_size=2, batch_size=1, extra_length=4, return_beams=True)
+    decoder = decoder_for(model, options)
+    assert decoder_for(model, options) is decoder  # Reused by every split and file.
+    results = decoder.decode(sources)
+    (function,) = decoder._functions.values()  # Keyed by the longest padded length, 32.
+    assert function.experimental_get_tracing_count() == 1
+    for source, beams in zip(sources, results):
+        batch = decode_policy.pad_batch([source])
+        static = tf.function(lambda x: decode_padded(model, x, options))
+        ids, scores = static(tf.constant(batch))
+        assert [b[0] for b in beams] == [strip_ids(ids[0, k].numpy()) for k in range(2)]
+        np.testing.assert_allclose([b[1] for b in beams], scores[0].numpy(), atol=1e-5)
 
 
 @pytest.mark.parametrize("args, message", [

@@ -96,15 +96,15 @@ def _reorder_beams(cache, parents, beam_size):
         cache)
 
 
-def _init_state(initial_cache, batch_size, beam_size, max_decode_length, tile_cache):
+def _init_state(initial_cache, batch_size, beam_size, sequence_length, tile_cache):
     """Initial `_BeamState`: one live beam (log-prob 0) per sentence, K-1 dead."""
     shape = (batch_size, beam_size)
     first = ops.where(ops.arange(beam_size) == 0, 0.0, NEG_INF)
     return _BeamState(
         index=ops.convert_to_tensor(0, "int32"),
-        alive_seq=ops.zeros(shape + (max_decode_length,), "int32"),
+        alive_seq=ops.zeros(shape + (sequence_length,), "int32"),
         alive_log_probs=ops.cast(ops.broadcast_to(first, shape), "float32"),
-        finished_seq=ops.zeros(shape + (max_decode_length,), "int32"),
+        finished_seq=ops.zeros(shape + (sequence_length,), "int32"),
         finished_scores=ops.full(shape, NEG_INF, "float32"),
         finished_flags=ops.zeros(shape, "bool"),
         cache=tile_cache(initial_cache, beam_size),
@@ -211,7 +211,7 @@ def _beam_step(state, next_fn, beam_size, vocab_size, alpha, eos_id, min_decode_
     )
 
 
-def _is_not_finished(state, max_decode_length, alpha):
+def _is_not_finished(state, max_decode_length, alpha, best_only=False):
     """Loop condition: index < L and some sentence's alive beams can still win.
 
     The best score an alive beam can ever reach is its log-prob divided by the
@@ -220,19 +220,22 @@ def _is_not_finished(state, max_decode_length, alpha):
     empty finished slot counts as NEG_INF (t2t with stop_early=False, per
     sentence; flax decode.py), so stopping early never changes any of the K
     returned hypotheses. t2t's default (stop_early=True) compares with the best
-    finished score instead, which only protects the top hypothesis.
+    finished score instead, which only protects the top hypothesis: `best_only`
+    stops on that (a caller that keeps only the best hypothesis gets the same
+    one, with the same score, in fewer steps; the other K - 1 may differ).
     """
     best_alive = state.alive_log_probs[:, 0] / length_penalty(max_decode_length, alpha)
     finished = ops.where(state.finished_flags, state.finished_scores, NEG_INF)
-    worst_finished = ops.min(finished, axis=1)
-    done = ops.all(worst_finished > best_alive)
+    bar = finished[:, 0] if best_only else ops.min(finished, axis=1)  # Sorted best first.
+    done = ops.all(bar > best_alive)
     return ops.logical_and(state.index < max_decode_length, ops.logical_not(done))
 
 
 def beam_search(next_fn, initial_cache, batch_size, beam_size, max_decode_length, eos_id,
                 alpha=0.6, vocab_size=None, min_decode_length=0, start_id=0,
                 cache_lengths=None, grow_cache=None, allowed_fn=None, own_cache=None,
-                tile_cache=_tile_beams, reorder_cache=_reorder_beams):
+                tile_cache=_tile_beams, reorder_cache=_reorder_beams, best_only=False,
+                sequence_length=None):
     """Beam search decoding (Vaswani et al. 2017, section 6.1; tensor2tensor).
 
     Args:
@@ -243,7 +246,8 @@ def beam_search(next_fn, initial_cache, batch_size, beam_size, max_decode_length
             to B*K and reordered along with the beams.
         batch_size: B (Python int, or a scalar tensor in graph mode).
         beam_size: K (Python int).
-        max_decode_length: L (Python int), maximum tokens generated, EOS included.
+        max_decode_length: L, maximum tokens generated, EOS included: a Python
+            int, or an int32 scalar when `sequence_length` is given.
         eos_id: end-of-sequence token id.
         alpha: length penalty exponent (0 ranks by plain log-probability).
         vocab_size: V; read from the logits' static shape when None.
@@ -265,6 +269,12 @@ def beam_search(next_fn, initial_cache, batch_size, beam_size, max_decode_length
         tile_cache, reorder_cache: `(cache, K)` -> the beams' first cache, `(cache,
             parents int32 [B, K], K)` -> the reselected beams' cache; default: leaves
             repeated to B*K rows and gathered (grouped beams keep their own layout).
+        best_only: stop once no alive beam can beat a sentence's best finished
+            one (`_is_not_finished`): the first hypothesis and its score are
+            exact, the other K - 1 may not be the K best.
+        sequence_length: the static length of the sequences returned (and of
+            the last of `cache_lengths`), at least L; default L. One traced
+            search then serves every L up to it (`t2t_lite.decoding.search`).
 
     Returns:
         (sequences int32 [B, K, L], scores float32 [B, K]), best first. A
@@ -273,21 +283,22 @@ def beam_search(next_fn, initial_cache, batch_size, beam_size, max_decode_length
         returns its alive beams scored at length L; if only some of the K
         finished slots are filled, the rest hold zeros and a score of ~-1e9.
     """
-    state = _init_state(initial_cache, batch_size, beam_size, max_decode_length, tile_cache)
+    sequence_length = sequence_length or max_decode_length
+    state = _init_state(initial_cache, batch_size, beam_size, sequence_length, tile_cache)
 
     def cond(state):
-        return _is_not_finished(state, max_decode_length, alpha)
+        return _is_not_finished(state, max_decode_length, alpha, best_only)
 
     def body(state):
         return _beam_step(state, next_fn, beam_size, vocab_size, alpha, eos_id,
                           min_decode_length, start_id, allowed_fn, reorder_cache)
 
-    state = _segmented_loop(cond, body, state, max_decode_length, cache_lengths, grow_cache,
+    state = _segmented_loop(cond, body, state, sequence_length, cache_lengths, grow_cache,
                             own_cache)
     return _finalize(state, alpha)
 
 
-def _segmented_loop(cond, body, state, max_decode_length, cache_lengths, grow_cache,
+def _segmented_loop(cond, body, state, sequence_length, cache_lengths, grow_cache,
                     own_cache=None):
     """Runs `body` while `cond`, the cache growing between segments.
 
@@ -302,9 +313,9 @@ def _segmented_loop(cond, body, state, max_decode_length, cache_lengths, grow_ca
     their cache in place must start from buffers it alone holds; `grow_cache`'s
     padding and a beam reordering's gather give fresh ones).
     """
-    lengths = list(cache_lengths or [max_decode_length])
-    if lengths[-1] != max_decode_length or lengths != sorted(set(lengths)):
-        raise ValueError(f"cache_lengths must increase to {max_decode_length}: {lengths}")
+    lengths = list(cache_lengths or [sequence_length])
+    if lengths[-1] != sequence_length or lengths != sorted(set(lengths)):
+        raise ValueError(f"cache_lengths must increase to {sequence_length}: {lengths}")
     for segment, length in enumerate(lengths):
         if segment:
             state = state._replace(cache=grow_cache(state.cache, length))
@@ -368,7 +379,7 @@ def _append_token(state, tokens, log_probs, cache, eos_id):
 
 def greedy_search(next_fn, initial_cache, batch_size, max_decode_length, eos_id, start_id=0,
                   min_decode_length=0, cache_lengths=None, grow_cache=None, allowed_fn=None,
-                  own_cache=None):
+                  own_cache=None, sequence_length=None):
     """Greedy (argmax) decoding; `beam_search` with the same `next_fn` contract, K = 1.
 
     Args: as `beam_search`'s (`next_fn` gets ids int32 [B] and returns logits
@@ -381,7 +392,7 @@ def greedy_search(next_fn, initial_cache, batch_size, max_decode_length, eos_id,
     """
     state = _GreedyState(
         index=ops.convert_to_tensor(0, "int32"),
-        seq=ops.zeros((batch_size, max_decode_length), "int32"),
+        seq=ops.zeros((batch_size, sequence_length or max_decode_length), "int32"),
         scores=ops.zeros((batch_size,), "float32"),
         finished=ops.zeros((batch_size,), "bool"),
         cache=initial_cache,
@@ -394,6 +405,6 @@ def greedy_search(next_fn, initial_cache, batch_size, max_decode_length, eos_id,
     def body(state):
         return _greedy_step(state, next_fn, eos_id, min_decode_length, start_id, allowed_fn)
 
-    state = _segmented_loop(cond, body, state, max_decode_length, cache_lengths, grow_cache,
-                            own_cache)
+    state = _segmented_loop(cond, body, state, sequence_length or max_decode_length,
+                            cache_lengths, grow_cache, own_cache)
     return state.seq, state.scores

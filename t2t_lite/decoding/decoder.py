@@ -1,12 +1,21 @@
-"""Batched decoding of id sequences with one traced function per padded length.
+"""Batched decoding of id sequences with one traced function for every batch.
 
 Sources are sorted by length and batched, decoded with `search.decode_padded`
 (or sampled with `sampling.sample_padded`, each keyed by its index in the
 list decoded or a key given, so its samples do not depend on the batching),
 and returned in their original order.
+
+A batch is padded to its own padded length (`decode_policy.pad_batch`), but
+one function, traced for an unknown source length, decodes them all: tracing
+and optimizing a search costs seconds, once per function. The function is
+keyed by the padded length of the longest source decoded (its `source_bound`),
+so it is traced again only for longer sources.
 """
 
 from __future__ import annotations
+
+import functools
+import weakref
 
 import tensorflow as tf
 
@@ -18,31 +27,33 @@ from t2t_lite.ids import strip_ids
 
 
 class Decoder:
-    """Traces one decoding function per padded source length and reuses it."""
+    """Traces one decoding function for every batch and reuses it (per `source_bound`)."""
 
     def __init__(self, model, options: DecodeOptions):
         self.model = model
         self.options = options
         self._functions = {}
 
-    def _function(self, source_length: int):
-        if source_length not in self._functions:
-            spec = [tf.TensorSpec([None, source_length], tf.int32)]
+    def _function(self, source_bound: int):
+        """The decoding function of batches padded to at most `source_bound` positions."""
+        if source_bound not in self._functions:
+            spec = [tf.TensorSpec([None, None], tf.int32)]
             if self.options.sampling:  # And each row's key.
                 spec.append(tf.TensorSpec([None], tf.int32))
-            self._functions[source_length] = tf.function(
-                self._sample if self.options.sampling else self._decode,
+            fn = self._sample if self.options.sampling else self._decode
+            self._functions[source_bound] = tf.function(
+                functools.partial(fn, source_bound=source_bound),
                 input_signature=spec, reduce_retracing=True,
                 jit_compile=self.options.jit_compile)
-        return self._functions[source_length]
+        return self._functions[source_bound]
 
-    def _decode(self, inputs):
-        """inputs int32 [B, S] -> (ids int32 [B, K, L], scores float32 [B, K])."""
-        return decode_padded(self.model, inputs, self.options)
+    def _decode(self, inputs, source_bound):
+        """inputs int32 [B, S] -> (ids int32 [B, K, L'], scores float32 [B, K])."""
+        return decode_padded(self.model, inputs, self.options, source_bound)
 
-    def _sample(self, inputs, keys):
-        """inputs int32 [B, S], keys int32 [B] -> (ids int32 [B, N, L], scores [B, N])."""
-        return sample_padded(self.model, inputs, keys, self.options)
+    def _sample(self, inputs, keys, source_bound):
+        """inputs int32 [B, S], keys int32 [B] -> (ids int32 [B, N, L'], scores [B, N])."""
+        return sample_padded(self.model, inputs, keys, self.options, source_bound)
 
     def decode(self, sources: list[list[int]], progress=None, keys=None):
         """Decodes id sequences (EOS included), returning for each input, in order,
@@ -53,6 +64,7 @@ class Decoder:
         `keys`: when sampling, each source's key for the noise (default: its index)."""
         lengths = decode_policy.row_lengths(sources)
         order = sorted(range(len(sources)), key=lambda i: lengths[i])
+        function = self._function(decode_policy.padded_length(max(lengths, default=0)))
         results = [None] * len(sources)
         size = self.options.batch_size
         for start in range(0, len(order), size):
@@ -61,7 +73,7 @@ class Decoder:
             args = [tf.constant(batch)]
             if self.options.sampling:
                 args.append(tf.constant([i if keys is None else keys[i] for i in chunk], tf.int32))
-            ids, scores = self._function(batch.shape[1])(*args)
+            ids, scores = function(*args)
             ids, scores = ids.numpy(), scores.numpy()
             keep = self.options.beam_size if self.options.return_beams else 1
             if self.options.sampling:
@@ -73,3 +85,22 @@ class Decoder:
         if progress is not None:
             progress.close()
         return results
+
+
+_DECODERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> {options: Decoder}
+
+
+def decoder_for(model, options: DecodeOptions) -> Decoder:
+    """The process' `Decoder` of `model` with `options`, made once and reused.
+
+    Decoding a second split or file with the same model and options then reuses
+    the traced functions instead of tracing again. Options that cannot be
+    hashed (an unhashable constraint) get a new Decoder each time.
+    """
+    try:
+        decoders = _DECODERS.setdefault(model, {})
+        if options not in decoders:
+            decoders[options] = Decoder(model, options)
+        return decoders[options]
+    except TypeError:  # Unhashable or not weakly referable.
+        return Decoder(model, options)

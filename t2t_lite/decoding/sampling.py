@@ -41,7 +41,7 @@ from t2t_lite.decoding.beam_search import (
     _segmented_loop,
     _step_log_probs,
 )
-from t2t_lite.decoding.search import cache_lengths, cache_writes, cached_decoder
+from t2t_lite.decoding.search import cache_lengths, cache_writes, cached_decoder, decode_lengths
 from t2t_lite.ids import EOS_ID, PAD_ID
 
 MIN_TEMPERATURE = 1e-6  # The nucleus of T = 0 is computed at this temperature: the argmax.
@@ -174,7 +174,7 @@ def _sample_step(state, next_fn, streams, temperature, top_k, top_p, eos_id, sta
 
 def sample_search(next_fn, initial_cache, streams, max_decode_length, eos_id, temperature,
                   top_k=0, top_p=1.0, start_id=0, cache_lengths=None, grow_cache=None,
-                  allowed_fn=None, own_cache=None):
+                  allowed_fn=None, own_cache=None, sequence_length=None):
     """Samples one sequence per row; `greedy_search`'s contract with a random argmax.
 
     Args:
@@ -184,7 +184,8 @@ def sample_search(next_fn, initial_cache, streams, max_decode_length, eos_id, te
         streams: int64 [R], each row's random stream (`row_streams`).
         max_decode_length: L, maximum tokens generated, EOS included.
         temperature, top_k, top_p: as `keep_mask` (Python numbers or scalar tensors).
-        start_id, cache_lengths, grow_cache, allowed_fn, own_cache: as in `greedy_search`.
+        start_id, cache_lengths, grow_cache, allowed_fn, own_cache, sequence_length:
+            as in `greedy_search` (L may be an int32 scalar when `sequence_length` is given).
 
     Returns:
         (sequences int32 [R, L], scores float32 [R]): tokens with EOS then 0s;
@@ -192,7 +193,7 @@ def sample_search(next_fn, initial_cache, streams, max_decode_length, eos_id, te
     """
     state = _GreedyState(
         index=ops.convert_to_tensor(0, "int32"),
-        seq=ops.zeros((ops.shape(streams)[0], max_decode_length), "int32"),
+        seq=ops.zeros((ops.shape(streams)[0], sequence_length or max_decode_length), "int32"),
         scores=ops.zeros(ops.shape(streams), "float32"),
         finished=ops.zeros(ops.shape(streams), "bool"),
         cache=initial_cache,
@@ -206,13 +207,14 @@ def sample_search(next_fn, initial_cache, streams, max_decode_length, eos_id, te
         return _sample_step(state, next_fn, streams, temperature, top_k, top_p, eos_id,
                             start_id, allowed_fn)
 
-    state = _segmented_loop(cond, body, state, max_decode_length, cache_lengths, grow_cache,
-                            own_cache)
+    state = _segmented_loop(cond, body, state, sequence_length or max_decode_length,
+                            cache_lengths, grow_cache, own_cache)
     return state.seq, state.scores
 
 
 def sample(model, inputs, max_decode_length: int, *, temperature, top_k=0, top_p=1.0,
-           seed=0, num_samples=1, input_keys=None, constraint=None, in_place=False):
+           seed=0, num_samples=1, input_keys=None, constraint=None, in_place=False,
+           sequence_length=None):
     """N samples per input from the model's cached decoder (the model contract only).
 
     The encoder runs once per input; its cross_cache and the self_cache are
@@ -223,36 +225,41 @@ def sample(model, inputs, max_decode_length: int, *, temperature, top_k=0, top_p
       inputs: int32 [B, S] source ids with EOS, 0-padded.
       temperature, top_k, top_p, seed, num_samples: Python numbers or scalar tensors.
       input_keys: int32 [B], each input's key for the noise; None: 0 .. B-1.
-      constraint, in_place: as in `t2t_lite.decoding.search.search`.
+      constraint, in_place, sequence_length: as in `t2t_lite.decoding.search.search`.
 
     Returns:
       (ids int32 [B, N, L], scores float32 [B, N]), samples in order.
     """
     if input_keys is None:
         input_keys = ops.arange(ops.shape(inputs)[0], dtype="int32")
-    self_cache, cross_cache = model.init_cache(inputs, cache_lengths(max_decode_length)[0])
+    static_length = sequence_length or max_decode_length
+    self_cache, cross_cache = model.init_cache(inputs, cache_lengths(static_length)[0])
     if not _is_number(num_samples, 1):
         def repeat(x):
             return ops.repeat(x, num_samples, axis=0)
         self_cache, cross_cache, inputs = keras.tree.map_structure(
             repeat, (self_cache, cross_cache, inputs))
     next_fn, cache, growth = cached_decoder(
-        model, self_cache, cross_cache, inputs, max_decode_length, constraint, in_place)
+        model, self_cache, cross_cache, inputs, max_decode_length, constraint, in_place,
+        static_length)
     streams = row_streams(seed, input_keys, num_samples)
     with cache_writes(model, in_place):
         ids, scores = sample_search(next_fn, cache, streams, max_decode_length, EOS_ID,
-                                    temperature, top_k, top_p, **growth)
-    return (ops.reshape(ids, (-1, num_samples, max_decode_length)),
+                                    temperature, top_k, top_p,
+                                    sequence_length=static_length, **growth)
+    return (ops.reshape(ids, (-1, num_samples, static_length)),
             ops.reshape(scores, (-1, num_samples)))
 
 
-def sample_padded(model, inputs, input_keys, options):
+def sample_padded(model, inputs, input_keys, options, source_bound=None):
     """`search.decode_padded` for sampling: inputs int32 [B, S], keys int32 [B] ->
-    (ids [B, N, L], scores [B, N]) with L = decode_policy.max_decode_length(S, extra_length)."""
-    max_length = decode_policy.max_decode_length(inputs.shape[1], options.extra_length)
+    (ids [B, N, L'], scores [B, N]); L = decode_policy.max_decode_length(S, extra_length)
+    and L' as `decode_padded`'s."""
+    max_length, sequence_length = decode_lengths(inputs, options, source_bound)
 
     def run(inputs, input_keys):
-        return sample(model, inputs, max_length, temperature=options.sampling_temperature,
+        return sample(model, inputs, max_length, sequence_length=sequence_length,
+                      temperature=options.sampling_temperature,
                       top_k=options.top_k, top_p=options.top_p, seed=options.seed,
                       num_samples=options.num_samples, input_keys=input_keys,
                       constraint=options.constraint, in_place=not options.jit_compile)

@@ -32,7 +32,7 @@ def cache_lengths(max_decode_length: int) -> list[int]:
 
 def search(model, inputs, beam_size: int, alpha: float, max_decode_length: int,
            min_decode_length: int = 0, constraint=None, in_place: bool = False,
-           grouped: bool = False):
+           grouped: bool = False, best_only: bool = False, sequence_length: int | None = None):
     """Beam search (greedy for beam 1) over the model's cached decoder.
 
     Uses only the model contract (`t2t_lite/models/contract.py`): `init_cache`,
@@ -59,24 +59,30 @@ def search(model, inputs, beam_size: int, alpha: float, max_decode_length: int,
         (`t2t_lite.layers.beam_decoder`): the cross_cache is not repeated and
         the self_cache is never reordered (faster without XLA, slower with it:
         README, "Grouped beams"). False: the plain, reordering search.
+      best_only: only the first beam is wanted: the search stops once it is
+        final (`beam_search.beam_search`'s `best_only`).
+      max_decode_length, sequence_length: L, a Python int, or an int32 scalar
+        with `sequence_length` the static length (>= L) of the ids returned:
+        one traced search then serves sources of every length (`decode_padded`).
 
     Returns:
       (ids int32 [B, K, L], scores float32 [B, K]), best first; K = 1 for greedy.
     """
-    lengths = cache_lengths(max_decode_length)
-    self_cache, cross_cache = model.init_cache(inputs, lengths[0])
+    static_length = sequence_length or max_decode_length
+    self_cache, cross_cache = model.init_cache(inputs, cache_lengths(static_length)[0])
     grouped = (grouped and beam_size > 1 and constraint is None
                and model.capabilities.grouped_beams)
     if grouped:
         next_fn, self_cache, growth = grouped_beams_decoder(
-            model, self_cache, cross_cache, beam_size, max_decode_length, in_place)
+            model, self_cache, cross_cache, beam_size, static_length, in_place)
     else:
         if beam_size > 1:  # Rows b * K + k, as beam_search flattens them.
             cross_cache = keras.tree.map_structure(
                 lambda x: ops.repeat(x, beam_size, axis=0), cross_cache)
         next_fn, self_cache, growth = cached_decoder(
-            model, self_cache, cross_cache, inputs, max_decode_length, constraint, in_place)
-    growth["min_decode_length"] = min_decode_length
+            model, self_cache, cross_cache, inputs, max_decode_length, constraint, in_place,
+            static_length)
+    growth.update(min_decode_length=min_decode_length, sequence_length=static_length)
     batch = ops.shape(inputs)[0]
     with cache_writes(model, in_place):
         if beam_size == 1:
@@ -85,7 +91,7 @@ def search(model, inputs, beam_size: int, alpha: float, max_decode_length: int,
             return ids[:, None, :], scores[:, None]
         return beam_search.beam_search(
             next_fn, self_cache, batch, beam_size, max_decode_length, EOS_ID, alpha=alpha,
-            vocab_size=model.target_vocab_size, **growth)
+            vocab_size=model.target_vocab_size, best_only=best_only, **growth)
 
 
 def cache_writes(model, in_place: bool):
@@ -101,7 +107,7 @@ def _own_cache(model, in_place: bool):
 
 
 def cached_decoder(model, self_cache, cross_cache, inputs, max_decode_length, constraint=None,
-                   in_place: bool = False):
+                   in_place: bool = False, sequence_length: int | None = None):
     """The callbacks a search (beam, greedy or sampling) runs over the model's cached decoder.
 
     A `constraint` (`initial_state(inputs)`, `update(state, ids)`,
@@ -117,11 +123,12 @@ def cached_decoder(model, self_cache, cross_cache, inputs, max_decode_length, co
       inputs: int32 [rows, S], the source of each self_cache row (for the constraint).
       in_place: the search writes the self_cache in place (`search`): the
         growth gets `own_cache`, the model's `own_self_cache`, if it has one.
+      sequence_length: the static bound of a max_decode_length tensor (`search`).
 
     Returns:
       (next_fn, initial cache, dict(cache_lengths=, grow_cache=[, allowed_fn=, own_cache=])).
     """
-    growth = dict(cache_lengths=cache_lengths(max_decode_length),
+    growth = dict(cache_lengths=cache_lengths(sequence_length or max_decode_length),
                   grow_cache=model.grow_self_cache)
     own = _own_cache(model, in_place)
     if own is not None:
@@ -189,21 +196,41 @@ def grouped_beams_decoder(model, self_cache, cross_cache, beam_size: int,
     return next_fn, (model.beam_self_cache(self_cache, beam_size), ancestry), growth
 
 
-def decode_padded(model, inputs, options):
-    """inputs int32 [B, S] (S a padded source length) -> (ids [B, K, L], scores [B, K]).
+def decode_lengths(inputs, options, source_bound: int | None = None):
+    """(L, static sequence length or None) for a padded batch inputs int32 [B, S].
+
+    L = decode_policy.max_decode_length(S, extra_length): a Python int when S
+    is static. A batch traced with an unknown S (one function for every padded
+    length, `t2t_lite.decoding.decoder.Decoder`) gets L as an int32 scalar and
+    the static length of the padded length `source_bound` no batch exceeds.
+    """
+    if inputs.shape[1] is not None:
+        return decode_policy.max_decode_length(inputs.shape[1], options.extra_length), None
+    if source_bound is None:
+        raise ValueError("a batch of unknown source length needs its source_bound")
+    return (decode_policy.max_decode_length(ops.shape(inputs)[1], options.extra_length),
+            decode_policy.max_decode_length(source_bound, options.extra_length))
+
+
+def decode_padded(model, inputs, options, source_bound: int | None = None):
+    """inputs int32 [B, S] (S a padded source length) -> (ids [B, K, L'], scores [B, K]).
 
     The search of `t2t_lite.decoding.decoder.Decoder` and of the exported SavedModel alike:
-    L = decode_policy.max_decode_length(S, extra_length). Without XLA the
-    self_cache is written in place, the beams are grouped (`search`'s
-    `in_place` and `grouped`) and the batch is decoded as `options.shards`
-    searches side by side (`t2t_lite.decoding.parallel`).
+    L = decode_policy.max_decode_length(S, extra_length) output positions are
+    searched; L' is L, or, for a batch traced with an unknown S, the decode
+    length of `source_bound` (`decode_lengths`; positions past L hold 0). Only
+    the best beam is searched to the end unless `options.return_beams`
+    (`search`'s `best_only`). Without XLA the self_cache is written in place,
+    the beams are grouped (`search`'s `in_place` and `grouped`) and the batch is
+    decoded as `options.shards` searches side by side (`t2t_lite.decoding.parallel`).
     """
-    max_length = decode_policy.max_decode_length(inputs.shape[1], options.extra_length)
+    max_length, sequence_length = decode_lengths(inputs, options, source_bound)
     without_xla = not options.jit_compile
 
     def run(inputs):
         return search(model, inputs, options.beam_size, options.alpha, max_length,
-                      constraint=options.constraint, in_place=without_xla, grouped=without_xla)
+                      constraint=options.constraint, in_place=without_xla, grouped=without_xla,
+                      best_only=not options.return_beams, sequence_length=sequence_length)
 
     # One XLA program runs one loop at a time: its searches would not overlap.
     return parallel.sharded(run, (inputs,), options.shards if without_xla else 1)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from t2t_lite.decoding import decode_policy
-from t2t_lite.decoding.decoder import Decoder
+from t2t_lite.decoding.decoder import decoder_for
 from t2t_lite.decoding.options import DecodeOptions
 from t2t_lite.metrics.base import Score
 
@@ -46,7 +46,7 @@ def decode_split(problem, model, split: str, options: DecodeOptions,
     `progress`: fn(total) -> a `t2t_lite.progress.Progress`, or None.
     """
     examples = list(problem.examples(split, data_dir).as_numpy_iterator())
-    decoded = Decoder(model, options).decode([list(ex["inputs"]) for ex in examples],
+    decoded = decoder_for(model, options).decode([list(ex["inputs"]) for ex in examples],
                                              progress and progress(len(examples)))
     sources = [problem.decode_inputs(ex["inputs"]) for ex in examples]
     hypotheses = [problem.format_output(s, problem.decode(best[0][0]))
@@ -86,7 +86,7 @@ def decode_lines(problem, model, lines: list[str], options: DecodeOptions,
     """
     sources = encode_lines(problem, lines, max_length, warn)
     nonempty = [i for i, ids in enumerate(sources) if ids]
-    decoded = Decoder(model, options).decode([sources[i] for i in nonempty],
+    decoded = decoder_for(model, options).decode([sources[i] for i in nonempty],
                                              progress and progress(len(nonempty)),
                                              keys=nonempty)  # Samples keyed by line.
     empty = [("", 0.0)] * (options.num_samples if options.sampling else 1)
