@@ -248,19 +248,24 @@ def test_parsing_rows_split_tagging_by_unknown_words():
     assert parsing.unknown_word_tagging(problem, [hypothesis], [gold]) == {}
 
 
-def test_decoder_end_to_end_row():
+def test_decoder_end_to_end_systems_and_ratios():
     from benchmarks import decoder_end_to_end
 
-    args = types.SimpleNamespace(output_dir="runs/m30k", input="/data/test.en.gz", threads=2)
-    first = decoder_end_to_end.decoder_row(False, 0, 10.0, ["a b", "c"], None, args,
-                                           FAKE_MACHINE, "Intel AVX2")
-    assert (first["sentences"], first["sentences_per_s"], first["output_pieces"],
-            first["identical_lines"], first["jit"]) == (2, 0.2, 3, 1.0, False)
-    row = decoder_end_to_end.decoder_row(True, 1, 4.0, ["a b", "d"], ["a b", "c"], args,
-                                         FAKE_MACHINE, "Intel AVX2")
-    assert row["identical_lines"] == 0.5 and row["input"] == "test.en.gz"
-    assert set(MACHINE) | {"bench", "jit", "round", "threads", "wall_seconds",
-                           "onednn_isa"} <= set(row)
+    args = types.SimpleNamespace(output_dir="runs/m30k", tree=["before=/tmp/old"],
+                                 modes="plain,jit", ctranslate2="ct2/1", threads=2)
+    runs = decoder_end_to_end.systems(args, "in.txt", "out.txt")
+    assert [fields for fields, _, _ in runs] == [
+        {"system": "t2t_lite-decoder", "tree": "before", "jit": False},
+        {"system": "t2t_lite-decoder", "tree": "before", "jit": True},
+        {"system": "CTranslate2", "export": "ct2/1"}]
+    (_, plain, cwd), (_, jit, _), (_, ct2, _) = runs
+    assert cwd == "/tmp/old" and plain[1:3] == ["-m", "t2t_lite.bin.decoder"]
+    assert "--decode_from_file=in.txt" in plain and jit[-1] == "--jit"
+    assert ct2[-4:] == [os.path.abspath("ct2/1"), "in.txt", "out.txt", "2"]
+    rows = [{"system": "t2t_lite-decoder", "sentences_per_s": 30.0},
+            {"system": "CTranslate2", "sentences_per_s": 60.0}]
+    assert [r["ratio_to_ctranslate2"] for r in decoder_end_to_end.with_ratios(rows)] == [0.5, 1]
+    assert decoder_end_to_end.with_ratios(rows[:1]) == rows[:1]
 
 
 def test_evalb_rows_by_length_band_partition_the_sentences(tmp_path, capsys, monkeypatch):
