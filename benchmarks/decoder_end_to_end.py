@@ -1,7 +1,7 @@
 """A test set decoded end to end: `t2t_lite-decoder` beside CTranslate2, with BLEU.
 
     python -m benchmarks.decode decoder --output_dir=RUN --input=FILE \
-        [--references=FILE] [--ctranslate2=EXPORT[,EXPORT]] [--tree=NAME=DIR ...] \
+        [--references=FILE] [--ctranslate2=[NAME=]EXPORT,...] [--tree=NAME=DIR ...] \
         [--modes=plain,jit] [--lines=1000] [--rounds=1] [--threads=2] [--out=ROWS]
 
 The real workload: sentences of a test set with a trained run, each system in a
@@ -15,7 +15,7 @@ the same `--threads` cores (taskset below the machine's):
   worktree of an earlier commit, so before and after are measured in one run;
   default this checkout, named "HEAD");
 - each `--ctranslate2` export (`t2t_lite-exporter --format=ctranslate2`, its
-  EXPORT_DIR/<version>): `t2t_lite.serving.ctranslate2_serving.translate_text`
+  EXPORT_DIR/<version>, or NAME=EXPORT to name it in the rows, e.g. float32=...): `t2t_lite.serving.ctranslate2_serving.translate_text`
   with the export's settings (beam size, length penalty, length limit), 64
   sentences a batch, `intra_threads=--threads`.
 
@@ -93,8 +93,9 @@ def systems(args, source: str, target: str) -> list[tuple[dict, list[str], str]]
                          command + (["--jit"] if mode == "jit" else []),
                          os.path.abspath(directory)))
     for export in filter(None, args.ctranslate2.split(",")):
-        runs.append(({"system": "CTranslate2", "export": export},
-                     [sys.executable, "-c", CT2_SCRIPT, os.path.abspath(export), source,
+        name, _, directory = export.rpartition("=")
+        runs.append(({"system": "CTranslate2", "export": name or directory},
+                     [sys.executable, "-c", CT2_SCRIPT, os.path.abspath(directory), source,
                       target, str(args.threads)], os.path.dirname(HERE)))
     return runs
 

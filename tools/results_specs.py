@@ -222,6 +222,17 @@ exactly 40 generated tokens) and real test sets (Multi30k test2016, whole files,
 included). Target tokens per second are medians. A figure counts only beside its peers of the
 same run.
 """, (
+    Table("decode_test_set.jsonl", "A test set end to end, beside CTranslate2",
+          "`t2t_lite-decoder --decode_from_file` and CTranslate2 (t2t_lite's own export of the "
+          "same checkpoint) on Multi30k test2016, beam 4, 2 threads, each a fresh process timed "
+          "from its start to its exit; `tree` names the t2t_lite checkout (before and after a "
+          "change, in one run), the ratio is sentences/s over CTranslate2 float32's in that run.",
+          "python -m benchmarks.decode decoder --output_dir=RUN --input=FILE --references=REF "
+          "--ctranslate2=float32=EXPORT,int8=EXPORT [--tree=NAME=DIR ...]",
+          (("system", "system"), ("tree", "tree"), ("XLA", "jit"), ("export", "export"),
+           ("seconds", "wall_seconds"), ("sentences/s", "sentences_per_s"),
+           ("ratio to CTranslate2", "ratio_to_ctranslate2"), ("BLEU", "bleu"),
+           ("identical lines", "identical_lines"), ("note", "note"))),
     Table("decode_side_by_side.jsonl", "Beam search side by side, native instruction set",
           "Hugging Face MarianMT (torch), CTranslate2 float32 and t2t_lite's search, one after "
           "another in one run, on randomly initialized models of the same shape.",
@@ -235,14 +246,13 @@ same run.
     Table("decoder_end_to_end.jsonl", "t2t_lite-decoder on a test file, native",
           "`t2t_lite-decoder --decode_from_file` on the first 1,000 lines of Multi30k "
           "test2016, beam 4, a fresh process each (start, load, tracing, writing included).",
-          "python -m benchmarks.decode decoder --output_dir=RUN --input=FILE",
+          "",
           (("XLA", "jit"), ("round", "round"), ("threads", "threads"), ("sentences", "sentences"),
            ("seconds", "wall_seconds"), ("sentences/s", "sentences_per_s"),
            ("identical lines", "identical_lines"))),
     Table("decoder_end_to_end_avx2.jsonl", "t2t_lite-decoder on a test file, AVX2",
           "The same, held to AVX2.",
-          'eval "$(python -m benchmarks.isa env --isa=avx2)"; '
-          "python -m benchmarks.decode decoder ...",
+          "",
           (("XLA", "jit"), ("round", "round"), ("threads", "threads"), ("sentences", "sentences"),
            ("seconds", "wall_seconds"), ("sentences/s", "sentences_per_s"),
            ("identical lines", "identical_lines"))),

@@ -246,8 +246,8 @@ def beam_search(next_fn, initial_cache, batch_size, beam_size, max_decode_length
             to B*K and reordered along with the beams.
         batch_size: B (Python int, or a scalar tensor in graph mode).
         beam_size: K (Python int).
-        max_decode_length: L, maximum tokens generated, EOS included: a Python
-            int, or an int32 scalar when `sequence_length` is given.
+        max_decode_length: L, maximum tokens generated, EOS included (a scalar
+            tensor when `sequence_length` is given).
         eos_id: end-of-sequence token id.
         alpha: length penalty exponent (0 ranks by plain log-probability).
         vocab_size: V; read from the logits' static shape when None.
@@ -267,14 +267,9 @@ def beam_search(next_fn, initial_cache, batch_size, beam_size, max_decode_length
             candidates the mask never removes is exactly the unconstrained one.
             Every alive beam must have an allowed token at every step.
         tile_cache, reorder_cache: `(cache, K)` -> the beams' first cache, `(cache,
-            parents int32 [B, K], K)` -> the reselected beams' cache; default: leaves
-            repeated to B*K rows and gathered (grouped beams keep their own layout).
-        best_only: stop once no alive beam can beat a sentence's best finished
-            one (`_is_not_finished`): the first hypothesis and its score are
-            exact, the other K - 1 may not be the K best.
-        sequence_length: the static length of the sequences returned (and of
-            the last of `cache_lengths`), at least L; default L. One traced
-            search then serves every L up to it (`t2t_lite.decoding.search`).
+            parents int32 [B, K], K)` -> the reselected beams' (default: B*K rows).
+        best_only: stop once the best is final (the other K - 1 may be worse).
+        sequence_length: static length (>= L, default L) of the sequences returned.
 
     Returns:
         (sequences int32 [B, K, L], scores float32 [B, K]), best first. A
@@ -283,7 +278,7 @@ def beam_search(next_fn, initial_cache, batch_size, beam_size, max_decode_length
         returns its alive beams scored at length L; if only some of the K
         finished slots are filled, the rest hold zeros and a score of ~-1e9.
     """
-    sequence_length = sequence_length or max_decode_length
+    sequence_length = sequence_length or max_decode_length  # The static one.
     state = _init_state(initial_cache, batch_size, beam_size, sequence_length, tile_cache)
 
     def cond(state):

@@ -59,11 +59,8 @@ def search(model, inputs, beam_size: int, alpha: float, max_decode_length: int,
         (`t2t_lite.layers.beam_decoder`): the cross_cache is not repeated and
         the self_cache is never reordered (faster without XLA, slower with it:
         README, "Grouped beams"). False: the plain, reordering search.
-      best_only: only the first beam is wanted: the search stops once it is
-        final (`beam_search.beam_search`'s `best_only`).
-      max_decode_length, sequence_length: L, a Python int, or an int32 scalar
-        with `sequence_length` the static length (>= L) of the ids returned:
-        one traced search then serves sources of every length (`decode_padded`).
+      best_only, sequence_length: as `beam_search.beam_search`'s (L may then be
+        a tensor: one traced search serves every source length, `decode_padded`).
 
     Returns:
       (ids int32 [B, K, L], scores float32 [B, K]), best first; K = 1 for greedy.
