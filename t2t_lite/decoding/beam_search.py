@@ -212,7 +212,13 @@ def _beam_step(state, next_fn, beam_size, vocab_size, alpha, eos_id, min_decode_
 
 
 def _is_not_finished(state, max_decode_length, alpha, best_only=False):
-    """Loop condition: index < L and some sentence's alive beams can still win.
+    """Loop condition: index < L and some sentence is not `sentence_done`."""
+    done = ops.all(sentence_done(state, max_decode_length, alpha, best_only))
+    return ops.logical_and(state.index < max_decode_length, ops.logical_not(done))
+
+
+def sentence_done(state, max_decode_length, alpha, best_only=False):
+    """bool [B]: no alive beam of the sentence can still win.
 
     The best score an alive beam can ever reach is its log-prob divided by the
     length penalty at L (log-probs only decrease, the penalty only grows). A
@@ -227,15 +233,14 @@ def _is_not_finished(state, max_decode_length, alpha, best_only=False):
     best_alive = state.alive_log_probs[:, 0] / length_penalty(max_decode_length, alpha)
     finished = ops.where(state.finished_flags, state.finished_scores, NEG_INF)
     bar = finished[:, 0] if best_only else ops.min(finished, axis=1)  # Sorted best first.
-    done = ops.all(bar > best_alive)
-    return ops.logical_and(state.index < max_decode_length, ops.logical_not(done))
+    return bar > best_alive
 
 
 def beam_search(next_fn, initial_cache, batch_size, beam_size, max_decode_length, eos_id,
                 alpha=0.6, vocab_size=None, min_decode_length=0, start_id=0,
                 cache_lengths=None, grow_cache=None, allowed_fn=None, own_cache=None,
                 tile_cache=_tile_beams, reorder_cache=_reorder_beams, best_only=False,
-                sequence_length=None):
+                sequence_length=None, between_segments=None):
     """Beam search decoding (Vaswani et al. 2017, section 6.1; tensor2tensor).
 
     Args:
@@ -256,9 +261,8 @@ def beam_search(next_fn, initial_cache, batch_size, beam_size, max_decode_length
         start_id: token fed at index 0.
         cache_lengths, grow_cache: a cache that grows in segments (see
             `_segmented_loop`); by default the loop runs once over L steps.
-        own_cache: optional `cache -> cache` applied to the initial cache:
-            copies it into buffers only this loop holds (for a `next_fn` that
-            writes its cache in place; see `_segmented_loop`).
+        own_cache, between_segments: optional `cache -> cache` and `state ->
+            state` hooks of `_segmented_loop`.
         allowed_fn: optional `(cache, index) -> bool [B*K, V]`, called on the
             cache `next_fn` returned: the tokens each beam may take next (a
             constrained search, e.g. `t2t_lite.parsing.tree_constraint`). Forbidden
@@ -289,12 +293,12 @@ def beam_search(next_fn, initial_cache, batch_size, beam_size, max_decode_length
                           min_decode_length, start_id, allowed_fn, reorder_cache)
 
     state = _segmented_loop(cond, body, state, sequence_length, cache_lengths, grow_cache,
-                            own_cache)
-    return _finalize(state, alpha)
+                            own_cache, between_segments)
+    return finalize(state, alpha)
 
 
 def _segmented_loop(cond, body, state, sequence_length, cache_lengths, grow_cache,
-                    own_cache=None):
+                    own_cache=None, between_segments=None):
     """Runs `body` while `cond`, the cache growing between segments.
 
     A decoder's self-attention cache must have a fixed shape inside a compiled
@@ -306,13 +310,16 @@ def _segmented_loop(cond, body, state, sequence_length, cache_lengths, grow_cach
     early) runs no step. `own_cache`, if given, is applied to the initial cache
     (`t2t_lite.layers.attention.cache_writes_in_place`: a loop whose steps write
     their cache in place must start from buffers it alone holds; `grow_cache`'s
-    padding and a beam reordering's gather give fresh ones).
+    padding and a beam reordering's gather give fresh ones). `between_segments`,
+    if given, maps the state before each growth (e.g. drops finished sentences).
     """
     lengths = list(cache_lengths or [sequence_length])
     if lengths[-1] != sequence_length or lengths != sorted(set(lengths)):
         raise ValueError(f"cache_lengths must increase to {sequence_length}: {lengths}")
     for segment, length in enumerate(lengths):
         if segment:
+            if between_segments is not None:
+                state = between_segments(state)
             state = state._replace(cache=grow_cache(state.cache, length))
         elif own_cache is not None:  # A grown cache is a fresh buffer already.
             state = state._replace(cache=own_cache(state.cache))
@@ -324,7 +331,7 @@ def _segmented_loop(cond, body, state, sequence_length, cache_lengths, grow_cach
     return state
 
 
-def _finalize(state, alpha):
+def finalize(state, alpha):
     """Returns finished beams, or alive beams for sentences with none finished."""
     any_finished = ops.any(state.finished_flags, axis=1)  # [B]
     alive_scores = state.alive_log_probs / length_penalty(state.index, alpha)

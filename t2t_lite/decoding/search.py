@@ -15,6 +15,7 @@ import keras
 from keras import ops
 
 from t2t_lite.decoding import beam_search, decode_policy, parallel
+from t2t_lite.decoding.compaction import Compaction
 from t2t_lite.ids import EOS_ID
 
 
@@ -35,19 +36,13 @@ def search(model, inputs, beam_size: int, alpha: float, max_decode_length: int,
            grouped: bool = False, best_only: bool = False, sequence_length: int | None = None):
     """Beam search (greedy for beam 1) over the model's cached decoder.
 
-    Uses only the model contract (`t2t_lite/models/contract.py`): `init_cache`,
-    `decode_step`, `grow_self_cache`, `target_vocab_size`. The cross_cache
-    (e.g. encoder-decoder keys and values) is computed once, repeated for the K
-    beams and closed over by `next_fn`, so only the self_cache travels through
-    the loop, grows 16, 32, ... L positions, and is reordered when beams are
-    reselected.
+    Uses only the model contract (`t2t_lite/models/contract.py`). The cross_cache
+    (e.g. encoder-decoder keys and values) is computed once and repeated for the
+    K beams; the self_cache grows 16, 32, ... L positions, and is reordered when
+    beams are reselected (`grouped` changes both).
 
-    A `constraint` (`initial_state(inputs)`, `update(state, ids)`,
-    `allowed(state, index, L)`, as `t2t_lite.parsing.tree_constraint.TreeConstraint`)
-    keeps its per-beam state beside the self_cache, updates it with each
-    beam's last token, lets its optional `adjust_logits(state, logits)` change
-    the model's logits, and masks the tokens it forbids; None (translation)
-    runs the plain search.
+    A `constraint` masks the tokens it forbids (`cached_decoder`); None
+    (translation) runs the plain search.
 
     Args:
       model: a model with the contract of `t2t_lite/models/contract.py`.
@@ -58,7 +53,8 @@ def search(model, inputs, beam_size: int, alpha: float, max_decode_length: int,
         `decodes_grouped_beams()` runs its K beams as a group
         (`t2t_lite.layers.beam_decoder`): the cross_cache is not repeated and
         the self_cache is never reordered (faster without XLA, slower with it:
-        README, "Grouped beams"). False: the plain, reordering search.
+        README, "Grouped beams"), and, in place, finished sentences leave the
+        batch (`t2t_lite.decoding.compaction`). False: the plain search.
       best_only, sequence_length: as `beam_search.beam_search`'s (L may then be
         a tensor: one traced search serves every source length, `decode_padded`).
 
@@ -69,9 +65,13 @@ def search(model, inputs, beam_size: int, alpha: float, max_decode_length: int,
     self_cache, cross_cache = model.init_cache(inputs, cache_lengths(static_length)[0])
     grouped = (grouped and beam_size > 1 and constraint is None
                and model.capabilities.grouped_beams)
+    compaction = None
     if grouped:
         next_fn, self_cache, growth = grouped_beams_decoder(
             model, self_cache, cross_cache, beam_size, static_length, in_place)
+        if in_place and keras.backend.backend() == "tensorflow":  # Shapes may change.
+            compaction = growth["between_segments"] = Compaction(
+                ops.shape(inputs)[0], max_decode_length, alpha, best_only)
     else:
         if beam_size > 1:  # Rows b * K + k, as beam_search flattens them.
             cross_cache = keras.tree.map_structure(
@@ -86,9 +86,10 @@ def search(model, inputs, beam_size: int, alpha: float, max_decode_length: int,
             ids, scores = beam_search.greedy_search(
                 next_fn, self_cache, batch, max_decode_length, EOS_ID, **growth)
             return ids[:, None, :], scores[:, None]
-        return beam_search.beam_search(
+        ids, scores = beam_search.beam_search(
             next_fn, self_cache, batch, beam_size, max_decode_length, EOS_ID, alpha=alpha,
             vocab_size=model.target_vocab_size, best_only=best_only, **growth)
+    return (ids, scores) if compaction is None else compaction.merge(ids, scores)
 
 
 def cache_writes(model, in_place: bool):
@@ -155,11 +156,12 @@ def grouped_beams_decoder(model, self_cache, cross_cache, beam_size: int,
                           max_decode_length: int, in_place: bool = False):
     """`cached_decoder` for a beam search over grouped beams (`search`'s `grouped`).
 
-    The loop's cache is (the model's K-slot self_cache, ancestry int32 [B, K, l]):
-    `next_fn` marks position `index` of every beam as its own slot's, and the
-    search reorders only the ancestry when it reselects beams
+    The loop's cache is (the model's K-slot self_cache, ancestry int32 [B, K, l],
+    cross_cache): `next_fn` marks position `index` of every beam as its own
+    slot's, and the search reorders only the ancestry when it reselects beams
     (`t2t_lite.layers.beam_decoder`). `self_cache` and `cross_cache` are
-    `init_cache`'s, neither repeated.
+    `init_cache`'s, neither repeated, so every leaf of the cache has the
+    sentences as its leading dimension (`t2t_lite.decoding.compaction`).
 
     Returns:
       (next_fn, initial cache, dict(cache_lengths=, grow_cache=, tile_cache=,
@@ -171,26 +173,25 @@ def grouped_beams_decoder(model, self_cache, cross_cache, beam_size: int,
     ancestry = ops.zeros((batch, beam_size, lengths[0]), "int32")
 
     def next_fn(ids, index, cache):
-        slot_cache, ancestry = cache
+        slot_cache, ancestry, cross = cache
         ancestry = ops.where(ops.arange(ancestry.shape[-1]) == index, slots, ancestry)
-        logits, slot_cache = model.decode_beams_step(ids, index, slot_cache, cross_cache,
-                                                     ancestry)
-        return logits, (slot_cache, ancestry)
+        logits, slot_cache = model.decode_beams_step(ids, index, slot_cache, cross, ancestry)
+        return logits, (slot_cache, ancestry, cross)
 
     def grow_cache(cache, length):
-        slot_cache, ancestry = cache
+        slot_cache, ancestry, cross = cache
         padding = [[0, 0], [0, 0], [0, length - ancestry.shape[-1]]]
-        return model.grow_beam_cache(slot_cache, length), ops.pad(ancestry, padding)
+        return model.grow_beam_cache(slot_cache, length), ops.pad(ancestry, padding), cross
 
     def reorder_cache(cache, parents, beam_size):
-        return cache[0], beam_search.gather_beams(cache[1], parents)
+        return cache[0], beam_search.gather_beams(cache[1], parents), cache[2]
 
     growth = dict(cache_lengths=lengths, grow_cache=grow_cache,
                   tile_cache=lambda cache, beam_size: cache, reorder_cache=reorder_cache)
     own = _own_cache(model, in_place)
     if own is not None:
-        growth["own_cache"] = lambda cache: (own(cache[0]), cache[1])
-    return next_fn, (model.beam_self_cache(self_cache, beam_size), ancestry), growth
+        growth["own_cache"] = lambda cache: (own(cache[0]),) + cache[1:]
+    return next_fn, (model.beam_self_cache(self_cache, beam_size), ancestry, cross_cache), growth
 
 
 def decode_lengths(inputs, options, source_bound: int | None = None):
