@@ -11,7 +11,7 @@ the same `--threads` cores (taskset below the machine's):
 
 - `t2t_lite-decoder --output_dir=RUN --decode_from_file=FILE --decode_to_file=...`,
   beam and alpha from the run's hparams, per `--modes` (`plain`; `jit` adds
-  `--jit`), from each `--tree` (NAME=DIR, a checkout of t2t_lite, e.g. a
+  `--jit`; any other entry is decoder flags, e.g. `--batch_size=128`), from each `--tree` (NAME=DIR, a checkout of t2t_lite, e.g. a
   worktree of an earlier commit, so before and after are measured in one run;
   default this checkout, named "HEAD");
 - each `--ctranslate2` export (`t2t_lite-exporter --format=ctranslate2`, its
@@ -86,11 +86,12 @@ def systems(args, source: str, target: str) -> list[tuple[dict, list[str], str]]
     for tree in args.tree or [f"HEAD={os.path.dirname(HERE)}"]:
         name, directory = tree.split("=", 1)
         for mode in args.modes.split(","):
+            flags = mode_flags(mode)
             command = [sys.executable, "-m", "t2t_lite.bin.decoder",
                        f"--output_dir={os.path.abspath(args.output_dir)}",
                        f"--decode_from_file={source}", f"--decode_to_file={target}"]
-            runs.append(({"system": "t2t_lite-decoder", "tree": name, "jit": mode == "jit"},
-                         command + (["--jit"] if mode == "jit" else []),
+            runs.append(({"system": "t2t_lite-decoder", "tree": name, "jit": "--jit" in flags,
+                          "flags": " ".join(flags)}, command + flags,
                          os.path.abspath(directory)))
     for export in filter(None, args.ctranslate2.split(",")):
         name, _, directory = export.rpartition("=")
@@ -98,6 +99,11 @@ def systems(args, source: str, target: str) -> list[tuple[dict, list[str], str]]
                      [sys.executable, "-c", CT2_SCRIPT, os.path.abspath(directory), source,
                       target, str(args.threads)], os.path.dirname(HERE)))
     return runs
+
+
+def mode_flags(mode: str) -> list[str]:
+    """A `--modes` entry -> decoder flags: plain (none), jit (--jit) or flags, space-separated."""
+    return {"plain": [], "jit": ["--jit"]}.get(mode, mode.split())
 
 
 def bleu(outputs: list[str], references: list[str] | None):
@@ -115,7 +121,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ctranslate2", default="", help="CTranslate2 exports of the run")
     parser.add_argument("--tree", action="append", default=[],
                         help="NAME=DIR: a t2t_lite checkout to run the decoder from")
-    parser.add_argument("--modes", default="plain,jit", help="plain and/or jit")
+    parser.add_argument("--modes", default="plain,jit",
+                        help="comma-separated: plain, jit, or decoder flags (--batch_size=128)")
     parser.add_argument("--lines", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--threads", type=int, default=2)

@@ -252,13 +252,17 @@ def test_decoder_end_to_end_systems_and_ratios():
     from benchmarks import decoder_end_to_end
 
     args = types.SimpleNamespace(output_dir="runs/m30k", tree=["before=/tmp/old"],
-                                 modes="plain,jit", ctranslate2="int8=ct2/1", threads=2)
+                                 modes="plain,jit,--batch_size=128 --shards=1",
+                                 ctranslate2="int8=ct2/1", threads=2)
     runs = decoder_end_to_end.systems(args, "in.txt", "out.txt")
     assert [fields for fields, _, _ in runs] == [
-        {"system": "t2t_lite-decoder", "tree": "before", "jit": False},
-        {"system": "t2t_lite-decoder", "tree": "before", "jit": True},
+        {"system": "t2t_lite-decoder", "tree": "before", "jit": False, "flags": ""},
+        {"system": "t2t_lite-decoder", "tree": "before", "jit": True, "flags": "--jit"},
+        {"system": "t2t_lite-decoder", "tree": "before", "jit": False,
+         "flags": "--batch_size=128 --shards=1"},
         {"system": "CTranslate2", "export": "int8"}]
-    (_, plain, cwd), (_, jit, _), (_, ct2, _) = runs
+    (_, plain, cwd), (_, jit, _), (_, flagged, _), (_, ct2, _) = runs
+    assert flagged[-2:] == ["--batch_size=128", "--shards=1"]
     assert cwd == "/tmp/old" and plain[1:3] == ["-m", "t2t_lite.bin.decoder"]
     assert "--decode_from_file=in.txt" in plain and jit[-1] == "--jit"
     assert ct2[-4:] == [os.path.abspath("ct2/1"), "in.txt", "out.txt", "2"]

@@ -72,7 +72,7 @@ def test_a_compacting_search_decodes_what_a_full_batch_decodes(ending_model, bes
             super().__init__(*args)
             made.append(self)
 
-    monkeypatch.setattr("t2t_lite.decoding.search.Compaction", Spy)
+    monkeypatch.setattr("t2t_lite.decoding.compaction.Compaction", Spy)
     rng = np.random.default_rng(0)
     ids = rng.integers(2, SEARCH_VOCAB, size=(8, 8))
     ids[:, -1] = 1

@@ -91,9 +91,9 @@ def test_the_decoder_groups_its_beams_exactly_without_xla(model, jit, monkeypatc
     calls = []
     step = Transformer.decode_beams_step
 
-    def spy(self, *args):
+    def spy(self, *args, **kwargs):
         calls.append(1)
-        return step(self, *args)
+        return step(self, *args, **kwargs)
 
     monkeypatch.setattr(Transformer, "decode_beams_step", spy)
     options = DecodeOptions(beam_size=BEAM, extra_length=10, jit_compile=jit)

@@ -2,7 +2,7 @@
 
 Without XLA, TensorFlow copied the whole [B, H, L, d] cache to write one
 position; the library's searches now write the new rows into the cache's own
-buffer (`t2t_lite.layers.attention.cache_writes_in_place`). These tests state
+buffer (`t2t_lite.layers.attention.write_position`'s `in_place`). These tests state
 that the decoder's graph does so, that it decodes exactly what the copying
 search decodes (beam, greedy, sampling, repeated calls on static shapes whose
 zero caches the graph optimizer folds into constants), that XLA keeps the
@@ -82,8 +82,9 @@ def test_in_place_writes_sample_what_the_copying_sampler_samples(model):
 
 
 def test_decode_step_never_changes_the_callers_cache(model):
-    """A cache passed to `decode_step` outside a search stays as it was, traced or eager,
-    inside the in-place context or not: only a search owns its buffers."""
+    """A cache passed to `decode_step` outside a search stays as it was, traced without
+    `in_place` or eager with it (eager steps never write in place): only a search owns
+    its buffers."""
     inputs = _inputs(4)
     self_cache, cross_cache = model.init_cache(inputs, 16)
     step_ids = tf.constant([5, 6, 7], tf.int32)
@@ -92,9 +93,8 @@ def test_decode_step_never_changes_the_callers_cache(model):
     def traced_step(cache):
         return model.decode_step(step_ids, tf.constant(0), cache, cross_cache)
 
-    with model.writes_cache_in_place():
-        eager_logits, eager_cache = model.decode_step(step_ids, tf.constant(0), self_cache,
-                                                      cross_cache)
+    eager_logits, eager_cache = model.decode_step(step_ids, tf.constant(0), self_cache,
+                                                  cross_cache, in_place=True)
     traced_logits, _ = traced_step(self_cache)
     for layer in self_cache:
         assert not np.any(layer["key"].numpy()) and not np.any(layer["value"].numpy())

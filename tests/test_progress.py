@@ -102,11 +102,11 @@ def test_decoder_shows_progress_on_long_decodes(monkeypatch, tmp_path, capsys):
             calls.append(("close",))
 
     class FakeDecoder(Decoder):
-        def _function(self, length):
+        def _function(self, bound, length):
             return lambda batch: (tf.zeros([batch.shape[0], 1, 3], tf.int32),
                                   tf.zeros([batch.shape[0], 1]))
 
-    monkeypatch.setattr("t2t_lite.decoding.splits.Decoder", FakeDecoder)
+    monkeypatch.setattr("t2t_lite.decoding.decoder.Decoder", FakeDecoder)
     problem = registry.problem("algorithmic_reverse")
     results = decode_lines(problem, None, ["1 2", "", "3 4 5", "6"],
                                     DecodeOptions(batch_size=2), 64,

@@ -229,7 +229,8 @@ same run.
           "change, in one run), the ratio is sentences/s over CTranslate2 float32's in that run.",
           "python -m benchmarks.decode decoder --output_dir=RUN --input=FILE --references=REF "
           "--ctranslate2=float32=EXPORT,int8=EXPORT [--tree=NAME=DIR ...]",
-          (("system", "system"), ("tree", "tree"), ("XLA", "jit"), ("export", "export"),
+          (("system", "system"), ("tree", "tree"), ("XLA", "jit"), ("flags", "flags"),
+           ("export", "export"),
            ("seconds", "wall_seconds"), ("sentences/s", "sentences_per_s"),
            ("ratio to CTranslate2", "ratio_to_ctranslate2"), ("BLEU", "bleu"),
            ("identical lines", "identical_lines"), ("note", "note"))),

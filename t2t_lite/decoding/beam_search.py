@@ -35,13 +35,13 @@ def _expand_to_beam_size(x, beam_size):
 
 
 def _flatten_beam_dim(x):
-    """Reshapes x [B, K, ...] to [B*K, ...]."""
-    return ops.reshape(x, (-1,) + tuple(x.shape[2:]))
+    """Reshapes x [B, K, ...] to [B*K, ...] (trailing dimensions static or not)."""
+    return ops.reshape(x, (-1,) + tuple(ops.shape(x)[2:]))
 
 
 def _unflatten_beam_dim(x, beam_size):
-    """Reshapes x [B*K, ...] to [B, K, ...]."""
-    return ops.reshape(x, (-1, beam_size) + tuple(x.shape[1:]))
+    """Reshapes x [B*K, ...] to [B, K, ...] (trailing dimensions static or not)."""
+    return ops.reshape(x, (-1, beam_size) + tuple(ops.shape(x)[1:]))
 
 
 def gather_beams(x, beam_indices):
@@ -308,7 +308,7 @@ def _segmented_loop(cond, body, state, sequence_length, cache_lengths, grow_cach
     `grow_cache(cache, l_2)` pads it, and so on: one loop per segment, each
     with static shapes. A segment whose condition is already false (finished
     early) runs no step. `own_cache`, if given, is applied to the initial cache
-    (`t2t_lite.layers.attention.cache_writes_in_place`: a loop whose steps write
+    (`t2t_lite.layers.attention.write_position`'s `in_place`: a loop whose steps write
     their cache in place must start from buffers it alone holds; `grow_cache`'s
     padding and a beam reordering's gather give fresh ones). `between_segments`,
     if given, maps the state before each growth (e.g. drops finished sentences).

@@ -9,7 +9,9 @@ A batch is padded to its own padded length (`decode_policy.pad_batch`), but
 one function, traced for an unknown source length, decodes them all: tracing
 and optimizing a search costs seconds, once per function. The function is
 keyed by the padded length of the longest source decoded (its `source_bound`),
-so it is traced again only for longer sources.
+so it is traced again only for longer sources. A constrained search (the
+parsers', whose models may need a static source length, as the span chart's
+CKY does) keeps one function per padded length.
 """
 
 from __future__ import annotations
@@ -34,10 +36,13 @@ class Decoder:
         self.options = options
         self._functions = {}
 
-    def _function(self, source_bound: int):
-        """The decoding function of batches padded to at most `source_bound` positions."""
+    def _function(self, source_bound: int, source_length: int):
+        """The decoding function of a batch padded to `source_length` <= `source_bound`."""
+        if self.options.constraint is not None:  # One per padded length, static.
+            source_bound = source_length
         if source_bound not in self._functions:
-            spec = [tf.TensorSpec([None, None], tf.int32)]
+            length = source_length if self.options.constraint is not None else None
+            spec = [tf.TensorSpec([None, length], tf.int32)]
             if self.options.sampling:  # And each row's key.
                 spec.append(tf.TensorSpec([None], tf.int32))
             fn = self._sample if self.options.sampling else self._decode
@@ -64,7 +69,7 @@ class Decoder:
         `keys`: when sampling, each source's key for the noise (default: its index)."""
         lengths = decode_policy.row_lengths(sources)
         order = sorted(range(len(sources)), key=lambda i: lengths[i])
-        function = self._function(decode_policy.padded_length(max(lengths, default=0)))
+        bound = decode_policy.padded_length(max(lengths, default=0))
         results = [None] * len(sources)
         size = self.options.batch_size
         for start in range(0, len(order), size):
@@ -73,7 +78,7 @@ class Decoder:
             args = [tf.constant(batch)]
             if self.options.sampling:
                 args.append(tf.constant([i if keys is None else keys[i] for i in chunk], tf.int32))
-            ids, scores = function(*args)
+            ids, scores = self._function(bound, batch.shape[1])(*args)
             ids, scores = ids.numpy(), scores.numpy()
             keep = self.options.beam_size if self.options.return_beams else 1
             if self.options.sampling:

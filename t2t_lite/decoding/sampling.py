@@ -41,7 +41,7 @@ from t2t_lite.decoding.beam_search import (
     _segmented_loop,
     _step_log_probs,
 )
-from t2t_lite.decoding.search import cache_lengths, cache_writes, cached_decoder, decode_lengths
+from t2t_lite.decoding.search import cache_lengths, cached_decoder, decode_lengths
 from t2t_lite.ids import EOS_ID, PAD_ID
 
 MIN_TEMPERATURE = 1e-6  # The nucleus of T = 0 is computed at this temperature: the argmax.
@@ -243,10 +243,9 @@ def sample(model, inputs, max_decode_length: int, *, temperature, top_k=0, top_p
         model, self_cache, cross_cache, inputs, max_decode_length, constraint, in_place,
         static_length)
     streams = row_streams(seed, input_keys, num_samples)
-    with cache_writes(model, in_place):
-        ids, scores = sample_search(next_fn, cache, streams, max_decode_length, EOS_ID,
-                                    temperature, top_k, top_p,
-                                    sequence_length=static_length, **growth)
+    ids, scores = sample_search(next_fn, cache, streams, max_decode_length, EOS_ID,
+                                temperature, top_k, top_p, sequence_length=static_length,
+                                **growth)
     return (ops.reshape(ids, (-1, num_samples, static_length)),
             ops.reshape(scores, (-1, num_samples)))
 

@@ -9,13 +9,12 @@ Shapes: B batch, S source length, K beam size, L maximum decode length.
 
 from __future__ import annotations
 
-import contextlib
+import functools
 
 import keras
 from keras import ops
 
 from t2t_lite.decoding import beam_search, decode_policy, parallel
-from t2t_lite.decoding.compaction import Compaction
 from t2t_lite.ids import EOS_ID
 
 
@@ -47,8 +46,8 @@ def search(model, inputs, beam_size: int, alpha: float, max_decode_length: int,
     Args:
       model: a model with the contract of `t2t_lite/models/contract.py`.
       inputs: int32 [B, S] source ids with EOS, 0-padded.
-      in_place: the model's self_cache is written in place when traced in a
-        TensorFlow graph (`writes_cache_in_place`); never under XLA.
+      in_place: a model with the `in_place_cache` capability writes its
+        self_cache in place when traced in a TensorFlow graph; never under XLA.
       grouped: a beam search (K > 1, no constraint) over a model that
         `decodes_grouped_beams()` runs its K beams as a group
         (`t2t_lite.layers.beam_decoder`): the cross_cache is not repeated and
@@ -70,6 +69,8 @@ def search(model, inputs, beam_size: int, alpha: float, max_decode_length: int,
         next_fn, self_cache, growth = grouped_beams_decoder(
             model, self_cache, cross_cache, beam_size, static_length, in_place)
         if in_place and keras.backend.backend() == "tensorflow":  # Shapes may change.
+            from t2t_lite.decoding.compaction import Compaction  # TensorFlow's alone.
+
             compaction = growth["between_segments"] = Compaction(
                 ops.shape(inputs)[0], max_decode_length, alpha, best_only)
     else:
@@ -81,22 +82,19 @@ def search(model, inputs, beam_size: int, alpha: float, max_decode_length: int,
             static_length)
     growth.update(min_decode_length=min_decode_length, sequence_length=static_length)
     batch = ops.shape(inputs)[0]
-    with cache_writes(model, in_place):
-        if beam_size == 1:
-            ids, scores = beam_search.greedy_search(
-                next_fn, self_cache, batch, max_decode_length, EOS_ID, **growth)
-            return ids[:, None, :], scores[:, None]
-        ids, scores = beam_search.beam_search(
-            next_fn, self_cache, batch, beam_size, max_decode_length, EOS_ID, alpha=alpha,
-            vocab_size=model.target_vocab_size, best_only=best_only, **growth)
+    if beam_size == 1:
+        ids, scores = beam_search.greedy_search(
+            next_fn, self_cache, batch, max_decode_length, EOS_ID, **growth)
+        return ids[:, None, :], scores[:, None]
+    ids, scores = beam_search.beam_search(
+        next_fn, self_cache, batch, beam_size, max_decode_length, EOS_ID, alpha=alpha,
+        vocab_size=model.target_vocab_size, best_only=best_only, **growth)
     return (ids, scores) if compaction is None else compaction.merge(ids, scores)
 
 
-def cache_writes(model, in_place: bool):
-    """The model's `writes_cache_in_place()` context if `in_place` and it declares one."""
-    if in_place and model.capabilities.in_place_cache:
-        return model.writes_cache_in_place()
-    return contextlib.nullcontext()
+def _step(step, in_place: bool):
+    """The model's step, asked to write its self_cache in place when `in_place`."""
+    return functools.partial(step, in_place=True) if in_place else step
 
 
 def _own_cache(model, in_place: bool):
@@ -129,17 +127,18 @@ def cached_decoder(model, self_cache, cross_cache, inputs, max_decode_length, co
     growth = dict(cache_lengths=cache_lengths(sequence_length or max_decode_length),
                   grow_cache=model.grow_self_cache)
     own = _own_cache(model, in_place)
+    step = _step(model.decode_step, own is not None)
     if own is not None:
         growth["own_cache"] = own
     if constraint is None:
         def next_fn(ids, index, cache):
-            return model.decode_step(ids, index, cache, cross_cache)
+            return step(ids, index, cache, cross_cache)
         return next_fn, self_cache, growth
     adjust = getattr(constraint, "adjust_logits", None)
 
     def constrained_next_fn(ids, index, cache):
         model_cache, state = cache
-        logits, model_cache = model.decode_step(ids, index, model_cache, cross_cache)
+        logits, model_cache = step(ids, index, model_cache, cross_cache)
         state = constraint.update(state, ids)
         return (adjust(state, logits) if adjust else logits), (model_cache, state)
 
@@ -168,6 +167,8 @@ def grouped_beams_decoder(model, self_cache, cross_cache, beam_size: int,
       reorder_cache=[, own_cache=])).
     """
     lengths = cache_lengths(max_decode_length)
+    own = _own_cache(model, in_place)
+    step = _step(model.decode_beams_step, own is not None)
     batch = ops.shape(cross_cache["input_mask"])[0]
     slots = ops.reshape(ops.arange(beam_size, dtype="int32"), (1, beam_size, 1))
     ancestry = ops.zeros((batch, beam_size, lengths[0]), "int32")
@@ -175,7 +176,7 @@ def grouped_beams_decoder(model, self_cache, cross_cache, beam_size: int,
     def next_fn(ids, index, cache):
         slot_cache, ancestry, cross = cache
         ancestry = ops.where(ops.arange(ancestry.shape[-1]) == index, slots, ancestry)
-        logits, slot_cache = model.decode_beams_step(ids, index, slot_cache, cross, ancestry)
+        logits, slot_cache = step(ids, index, slot_cache, cross, ancestry)
         return logits, (slot_cache, ancestry, cross)
 
     def grow_cache(cache, length):
@@ -188,7 +189,6 @@ def grouped_beams_decoder(model, self_cache, cross_cache, beam_size: int,
 
     growth = dict(cache_lengths=lengths, grow_cache=grow_cache,
                   tile_cache=lambda cache, beam_size: cache, reorder_cache=reorder_cache)
-    own = _own_cache(model, in_place)
     if own is not None:
         growth["own_cache"] = lambda cache: (own(cache[0]),) + cache[1:]
     return next_fn, (model.beam_self_cache(self_cache, beam_size), ancestry, cross_cache), growth

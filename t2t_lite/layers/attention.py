@@ -15,9 +15,8 @@ hidden state:
   The new key/value is written at `cache_index` of a fixed-size cache
   {"key": [B, H, L, d_k], "value": [B, H, L, d_v]} and the updated cache is
   returned; positions after `cache_index` must be masked by the caller.
-  Inside `cache_writes_in_place()` (traced TensorFlow graphs only) the write
-  updates the cache's buffer in place instead of copying it: the caller owns
-  the buffer (`own_buffers`) and never reads the cache it passed in again.
+  With `in_place=True` (traced TensorFlow graphs only) the write updates the
+  cache's buffer in place instead of copying it (`write_position`).
 - `cache` without `cache_index`: encoder-decoder attention, keys and values were
   computed once from the encoder output (`compute_cache`).
 
@@ -28,9 +27,7 @@ for pictures (`t2t_lite.pictures.visualize`); the output itself is unchanged.
 
 from __future__ import annotations
 
-import contextlib
 import math
-import threading
 
 import keras
 from keras import ops
@@ -38,33 +35,6 @@ from keras import ops
 # Added to the scores of illegal connections (the paper's -inf; finite avoids NaN
 # in rows that are fully masked, e.g. padding queries).
 NEG_INF = -1e9
-
-
-_IN_PLACE = threading.local()  # Trace-time switch of `cache_writes_in_place`, per thread.
-
-
-@contextlib.contextmanager
-def cache_writes_in_place():
-    """Within it, `write_position` traced in a TensorFlow graph writes in place.
-
-    Without XLA, TensorFlow copies the whole cache [B, H, L, d] to write one
-    position (`ops.slice_update`, a select and a scatter all copy), about a fifth
-    of a decoding step at `bench` under AVX2 (README, "In-place cache writes"). In
-    place, a write touches only the B x H new rows. The caller guarantees what
-    makes that safe: every cache it passes in is a buffer it alone holds
-    (`own_buffers` at the start of a loop, or a fresh result such as the
-    beams' reordering), and it never reads a cache again after passing it to a
-    write (a search's loop state). XLA updates in place by itself: a search
-    compiled with XLA must not enter this context (XLA has no kernel for the
-    in-place ops). It is a trace-time switch of the calling thread: graphs
-    traced inside keep it.
-    """
-    previous = getattr(_IN_PLACE, "writes", False)
-    _IN_PLACE.writes = True
-    try:
-        yield
-    finally:
-        _IN_PLACE.writes = previous
 
 
 def _traced_tensorflow():
@@ -79,7 +49,7 @@ def _traced_tensorflow():
 def own_buffers(structure):
     """A copy of every tensor of `structure` into a buffer nothing else holds.
 
-    What `cache_writes_in_place` needs at the start of a loop: a cache that is
+    What in-place writes (`write_position`) need at the start of a loop: a cache that is
     a constant (zeros folded by the graph optimizer) or shared with the caller
     must not be written in place. Outside a traced TensorFlow graph: unchanged.
     """
@@ -90,15 +60,23 @@ def own_buffers(structure):
     return keras.tree.map_structure(lambda x: tf.raw_ops.DeepCopy(x=x), structure)
 
 
-def write_position(cache, new, index):
+def write_position(cache, new, index, in_place: bool = False):
     """`cache` [..., L, d] with `new` [..., 1, d] written at position `index`.
 
-    Copies the cache (`ops.slice_update`), or, inside `cache_writes_in_place`,
-    writes the new rows into the cache's own buffer. The leading dimensions are
-    [B, H] (one sequence per row) or [B, H, K] (`MultiHeadAttention.beams_call`).
+    Copies the cache (`ops.slice_update`), or, with `in_place` in a traced
+    TensorFlow graph, writes the new rows into the cache's own buffer. Without
+    XLA, TensorFlow copies the whole cache [B, H, L, d] to write one position
+    (`ops.slice_update`, a select and a scatter all copy); in place, a write
+    touches only the new rows. The caller guarantees what makes that safe:
+    every cache it passes in is a buffer it alone holds (`own_buffers` at the
+    start of a loop, or a fresh result such as a reordering's gather), and it
+    never reads a cache again after passing it to a write (a search's loop
+    state). XLA updates in place by itself and has no kernel for these ops: a
+    search compiled with XLA passes False. The leading dimensions are [B, H]
+    (one sequence per row) or [B, H, K] (`MultiHeadAttention.beams_call`).
     """
     rank = len(cache.shape)
-    if not (getattr(_IN_PLACE, "writes", False) and _traced_tensorflow()):
+    if not (in_place and _traced_tensorflow()):
         return ops.slice_update(cache, [0] * (rank - 2) + [index, 0], new)
     import tensorflow as tf
 
@@ -173,7 +151,7 @@ class MultiHeadAttention(keras.layers.Layer):
         }
 
     def call(self, query, value=None, *, attention_mask=None, attention_bias=None, cache=None,
-             cache_index=None, training=None, return_attention_scores=False):
+             cache_index=None, in_place=False, training=None, return_attention_scores=False):
         """Attends from `query` [B, T, D] to `value` [B, S, D].
 
         Args:
@@ -182,6 +160,7 @@ class MultiHeadAttention(keras.layers.Layer):
             scores before the mask (`relative_position.RelativePositionBias`).
           cache: see the module docstring.
           cache_index: int32 scalar, the position written in a self-attention cache.
+          in_place: write that position in place (`write_position`).
           return_attention_scores: also return the attention weights.
 
         Returns:
@@ -197,7 +176,7 @@ class MultiHeadAttention(keras.layers.Layer):
             kv = cache
         else:
             new = self.compute_cache(query)
-            kv = {name: write_position(cache[name], new[name], cache_index)
+            kv = {name: write_position(cache[name], new[name], cache_index, in_place)
                   for name in ("key", "value")}
         mask = None
         if attention_mask is not None:
@@ -233,7 +212,8 @@ class MultiHeadAttention(keras.layers.Layer):
         x = ops.reshape(x, (-1, beam_size, self.num_heads, depth))
         return ops.einsum("bkhd->bhkd", x)  # TensorFlow: 4x faster than a (oneDNN) transpose.
 
-    def beams_call(self, query, beam_size, cache, attention_mask, cache_index=None):
+    def beams_call(self, query, beam_size, cache, attention_mask, cache_index=None,
+                   in_place=False):
         """One decoding step of the K beams of each sentence, attended as a group.
 
         The beams of a sentence share one cache, so a step neither repeats the
@@ -261,7 +241,8 @@ class MultiHeadAttention(keras.layers.Layer):
             depth = {"key": self.key_dim, "value": self.value_dim}
             kv = {name: write_position(
                 cache[name], ops.expand_dims(self._beams_first(new[name], beam_size, depth[name]),
-                                             3), cache_index) for name in ("key", "value")}
+                                             3), cache_index, in_place)
+                  for name in ("key", "value")}
         key, value = kv["key"], kv["value"]
         if cache_index is not None:  # [B, H, K, L, d] -> [B, H, K*L, d], a view.
             shape = ops.shape(key)

@@ -55,7 +55,7 @@ class GroupedBeamsMixin:
             return ops.pad(x, [[0, 0], [0, 0], [0, 0], [0, length - x.shape[3]], [0, 0]])
         return keras.tree.map_structure(pad, self_cache)
 
-    def decode_beams_step(self, ids, index, self_cache, cross_cache, ancestry):
+    def decode_beams_step(self, ids, index, self_cache, cross_cache, ancestry, in_place=False):
         """One cached decoder step of the K beams of each sentence.
 
         Args:
@@ -67,6 +67,7 @@ class GroupedBeamsMixin:
           cross_cache: `init_cache`'s, not repeated ([B, H, S, d] per layer).
           ancestry: int32 [B, K, L]: the slot holding position t of beam k's
             history for t <= index (k itself at `index`, where this step writes).
+          in_place: write the self_cache in place, as `decode_step`'s.
 
         Returns:
           (float32 logits [B*K, V] for position `index`, updated self_cache).
@@ -83,6 +84,6 @@ class GroupedBeamsMixin:
         for layer, own_cache, cross in zip(self.decoder_layers, self_cache,
                                            cross_cache["layers"]):
             x, new = layer.beams_step(x, beam_size, {"self": own_cache, "cross": cross}, index,
-                                      self_mask, cross_mask)
+                                      self_mask, cross_mask, in_place)
             new_self_cache.append(new)
         return self._logits(x)[:, 0, :], new_self_cache

@@ -51,8 +51,8 @@ class DecoderLayer(ResidualMixin, keras.layers.Layer):
         return self.cross_attention.compute_cache(encoder_output)
 
     def call(self, x, encoder_output=None, *, self_attention_mask=None,
-             cross_attention_mask=None, cache=None, cache_index=None, training=None,
-             return_attention_scores=False):
+             cross_attention_mask=None, cache=None, cache_index=None, in_place=False,
+             training=None, return_attention_scores=False):
         """Teacher-forced ([B, T, D]) or one cached step ([B, 1, D]).
 
         Args:
@@ -61,6 +61,8 @@ class DecoderLayer(ResidualMixin, keras.layers.Layer):
           self_attention_mask: bool [B or 1, T, T or L] (causal, and cache validity).
           cross_attention_mask: bool [B, 1, S] (source padding).
           cache, cache_index: see the module docstring.
+          in_place: write the self-attention cache in place
+            (`t2t_lite.layers.attention.write_position`).
           return_attention_scores: also return {"self": float32 [B, H, T, T or L],
             "cross": float32 [B, H, T, S]}, the weights of both attentions.
 
@@ -82,7 +84,8 @@ class DecoderLayer(ResidualMixin, keras.layers.Layer):
             return out
 
         def self_attention(y):
-            cached = {} if cache is None else dict(cache=cache["self"], cache_index=cache_index)
+            cached = {} if cache is None else dict(cache=cache["self"], cache_index=cache_index,
+                                                   in_place=in_place)
             return attend("self", self.self_attention, y,
                           attention_mask=self_attention_mask, **cached)
 
@@ -105,7 +108,7 @@ class DecoderLayer(ResidualMixin, keras.layers.Layer):
         return result[0] if len(result) == 1 else result
 
     def beams_step(self, x, beam_size, cache, cache_index, self_attention_mask,
-                   cross_attention_mask):
+                   cross_attention_mask, in_place=False):
         """One decoding step of grouped beams (`MultiHeadAttention.beams_call`).
 
         Args:
@@ -120,7 +123,8 @@ class DecoderLayer(ResidualMixin, keras.layers.Layer):
 
         def self_attention(y):
             out, new["self"] = self.self_attention.beams_call(
-                y, beam_size, cache["self"], self_attention_mask, cache_index=cache_index)
+                y, beam_size, cache["self"], self_attention_mask, cache_index=cache_index,
+                in_place=in_place)
             return out
 
         def cross_attention(y):

@@ -71,11 +71,12 @@ class Capabilities:
     """What a model can do beyond the required members; each field promises its members.
 
     Attributes:
-      in_place_cache: `writes_cache_in_place()`, a context manager within which
-        traced `decode_step`s update the self_cache in place, and
-        `own_self_cache(self_cache)`, a copy into buffers nobody else holds (a
-        search owns its cache at each loop's start and never reads a self_cache it
-        passed to `decode_step` again). Faster decoding without XLA.
+      in_place_cache: `decode_step(..., in_place=True)` (and `decode_beams_step`'s,
+        with grouped_beams), a step that, traced in a TensorFlow graph, updates
+        the self_cache in place, and `own_self_cache(self_cache)`, a copy into
+        buffers nobody else holds (a search owns its cache at each loop's start
+        and never reads a self_cache it passed to a step again). Faster
+        decoding without XLA.
       grouped_beams: `beam_self_cache(self_cache, K)`, `grow_beam_cache(self_cache,
         length)` and `decode_beams_step(ids, index, self_cache, cross_cache,
         ancestry)`: beams that share one cross_cache row and a self_cache of K
@@ -92,7 +93,7 @@ class Capabilities:
 
 # The members each capability promises (`check_model_class` checks them).
 CAPABILITY_MEMBERS = {
-    "in_place_cache": ("writes_cache_in_place", "own_self_cache"),
+    "in_place_cache": ("own_self_cache",),
     "grouped_beams": ("beam_self_cache", "grow_beam_cache", "decode_beams_step"),
     "attention_maps": ("attention_weights",),
 }

@@ -21,7 +21,7 @@ from keras import ops
 from t2t_lite.hparams.config import ModelConfig
 from t2t_lite.hparams.hparams import HParamsError
 from t2t_lite.ids import EOS_ID, PAD_ID  # noqa: F401  (re-exported)
-from t2t_lite.layers.attention import cache_writes_in_place, own_buffers
+from t2t_lite.layers.attention import own_buffers
 from t2t_lite.layers.beam_decoder import GroupedBeamsMixin
 from t2t_lite.layers.config import LayerConfig
 from t2t_lite.layers.decoder import DecoderLayer
@@ -294,8 +294,7 @@ class Transformer(GroupedBeamsMixin, ModelBase, keras.Model):
         }
         return self_cache, cross_cache
 
-    writes_cache_in_place = staticmethod(cache_writes_in_place)  # See the interface.
-    own_self_cache = staticmethod(own_buffers)
+    own_self_cache = staticmethod(own_buffers)  # See the contract's `in_place_cache`.
 
     @staticmethod
     def grow_self_cache(self_cache, length):
@@ -304,7 +303,7 @@ class Transformer(GroupedBeamsMixin, ModelBase, keras.Model):
             return ops.pad(x, [[0, 0], [0, 0], [0, length - x.shape[2]], [0, 0]])
         return keras.tree.map_structure(pad, self_cache)
 
-    def decode_step(self, ids, index, self_cache, cross_cache):
+    def decode_step(self, ids, index, self_cache, cross_cache, in_place=False):
         """One cached decoder step.
 
         Args:
@@ -312,15 +311,17 @@ class Transformer(GroupedBeamsMixin, ModelBase, keras.Model):
           index: int32 scalar, the position being predicted.
           self_cache: from `init_cache`, `grow_self_cache` or the previous step.
           cross_cache: from `init_cache` (rows may be repeated per beam).
+          in_place: in a traced TensorFlow graph, write the self_cache in place
+            (`t2t_lite.layers.attention.write_position`; the contract's `in_place_cache`).
 
         Returns:
           (float32 logits [B, V] for position `index`, updated self_cache).
         """
         x = self._embed(ops.expand_dims(ids, 1), self.target_embedding,
                         self.target_dropout, False, start_index=index)
-        return self._decode_layers_step(x, index, self_cache, cross_cache)
+        return self._decode_layers_step(x, index, self_cache, cross_cache, in_place)
 
-    def _decode_layers_step(self, x, index, self_cache, cross_cache):
+    def _decode_layers_step(self, x, index, self_cache, cross_cache, in_place=False):
         """The decoder stack on x [B, 1, D] -> (logits [B, V], self_cache written at `index`)."""
         max_len = ops.shape(self_cache[0]["key"])[2]
         valid = ops.reshape(ops.arange(max_len) <= index, (1, 1, -1))  # [1, 1, L]
@@ -328,7 +329,8 @@ class Transformer(GroupedBeamsMixin, ModelBase, keras.Model):
         for layer, own, cross in zip(self.decoder_layers, self_cache, cross_cache["layers"]):
             x, new = layer(
                 x, self_attention_mask=valid, cross_attention_mask=cross_cache["input_mask"],
-                cache={"self": own, "cross": cross}, cache_index=index, training=False)
+                cache={"self": own, "cross": cross}, cache_index=index, in_place=in_place,
+                training=False)
             new_self_cache.append(new["self"])
         return self._logits(x)[:, 0, :], new_self_cache
 

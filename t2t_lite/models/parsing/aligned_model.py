@@ -321,7 +321,7 @@ class AlignedTransformer(Transformer):
         return {"layers": Transformer.grow_self_cache(self_cache["layers"], length),
                 "count": self_cache["count"]}
 
-    def decode_step(self, ids, index, self_cache, cross_cache):
+    def decode_step(self, ids, index, self_cache, cross_cache, in_place=False):
         """One cached decoder step (the model contract).
 
         Args:
@@ -339,5 +339,6 @@ class AlignedTransformer(Transformer):
                                 cross_cache["source_last"])
         x = self._embed(ops.expand_dims(ids, 1), self.target_embedding, self.target_dropout,
                         False, start_index=index, extra=extra)
-        logits, layers = self._decode_layers_step(x, index, self_cache["layers"], cross_cache)
+        logits, layers = self._decode_layers_step(x, index, self_cache["layers"], cross_cache,
+                                                  in_place)
         return logits, {"layers": layers, "count": counts}

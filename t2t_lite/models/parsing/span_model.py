@@ -328,7 +328,7 @@ class SpanTransformer(AlignedTransformer):
         del length
         return self_cache
 
-    def decode_step(self, ids, index, self_cache, cross_cache):
+    def decode_step(self, ids, index, self_cache, cross_cache, in_place=False):
         """The plan's token at `index` as logits (the model contract): all the mass
         on a planned bracket or EOS; at a planned word slot, the tagger's logits at
         that word (the search's constraint and tag dictionary choose among them).
@@ -341,6 +341,7 @@ class SpanTransformer(AlignedTransformer):
         Returns:
           (float32 logits [B, V] for position `index`, updated self_cache).
         """
+        del in_place  # Nothing is written in place: the plan is whole.
         counts = self_cache["count"] + self._is_slot(ids)
         plan, tags = cross_cache["plan"], cross_cache["tags"]
         position = ops.minimum(ops.cast(index, "int32"), plan.shape[1] - 1)
