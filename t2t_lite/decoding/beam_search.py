@@ -220,15 +220,10 @@ def _is_not_finished(state, max_decode_length, alpha, best_only=False):
 def sentence_done(state, max_decode_length, alpha, best_only=False):
     """bool [B]: no alive beam of the sentence can still win.
 
-    The best score an alive beam can ever reach is its log-prob divided by the
-    length penalty at L (log-probs only decrease, the penalty only grows). A
-    sentence is done when that bound is below its worst finished score; an
-    empty finished slot counts as NEG_INF (t2t with stop_early=False, per
-    sentence; flax decode.py), so stopping early never changes any of the K
-    returned hypotheses. t2t's default (stop_early=True) compares with the best
-    finished score instead, which only protects the top hypothesis: `best_only`
-    stops on that (a caller that keeps only the best hypothesis gets the same
-    one, with the same score, in fewer steps; the other K - 1 may differ).
+    An alive beam can at best reach its log-prob over the length penalty at L.
+    Done: that bound is below the worst finished score (an empty slot is
+    NEG_INF; t2t's stop_early=False), so none of the K returned changes; with
+    `best_only`, below the best one (t2t's default): only the first is exact.
     """
     best_alive = state.alive_log_probs[:, 0] / length_penalty(max_decode_length, alpha)
     finished = ops.where(state.finished_flags, state.finished_scores, NEG_INF)
@@ -301,17 +296,12 @@ def _segmented_loop(cond, body, state, sequence_length, cache_lengths, grow_cach
                     own_cache=None, between_segments=None):
     """Runs `body` while `cond`, the cache growing between segments.
 
-    A decoder's self-attention cache must have a fixed shape inside a compiled
-    loop, but attending over (and reordering) all L slots from the first step
-    wastes most of the work. With `cache_lengths` = [l_1 < l_2 < ... = L] the
-    loop runs while index < l_1 on a cache of l_1 positions, then
-    `grow_cache(cache, l_2)` pads it, and so on: one loop per segment, each
-    with static shapes. A segment whose condition is already false (finished
-    early) runs no step. `own_cache`, if given, is applied to the initial cache
-    (`t2t_lite.layers.attention.write_position`'s `in_place`: a loop whose steps write
-    their cache in place must start from buffers it alone holds; `grow_cache`'s
-    padding and a beam reordering's gather give fresh ones). `between_segments`,
-    if given, maps the state before each growth (e.g. drops finished sentences).
+    With `cache_lengths` = [l_1 < l_2 < ... = L] the loop runs while index < l_1
+    on a cache of l_1 positions, then `grow_cache(cache, l_2)` pads it, and so
+    on: one static-shape loop per segment, none attending over all L slots from
+    the first step. `own_cache` maps the initial cache (buffers a loop writing
+    in place alone holds; growth and reordering give fresh ones);
+    `between_segments` the state before each growth (e.g. dropping finished ones).
     """
     lengths = list(cache_lengths or [sequence_length])
     if lengths[-1] != sequence_length or lengths != sorted(set(lengths)):
