@@ -48,7 +48,7 @@ class Decoder:
             fn = self._sample if self.options.sampling else self._decode
             self._functions[source_bound] = tf.function(
                 functools.partial(fn, source_bound=source_bound),
-                input_signature=spec, reduce_retracing=True,
+                input_signature=spec, reduce_retracing=True, autograph=False,
                 jit_compile=self.options.jit_compile)
         return self._functions[source_bound]
 
