@@ -11,12 +11,14 @@ the same `--threads` cores (taskset below the machine's):
 
 - `t2t_lite-decoder --output_dir=RUN --decode_from_file=FILE --decode_to_file=...`,
   beam and alpha from the run's hparams, per `--modes` (`plain`; `jit` adds
-  `--jit`; any other entry is decoder flags, e.g. `--batch_size=128`), from each `--tree` (NAME=DIR, a checkout of t2t_lite, e.g. a
-  worktree of an earlier commit, so before and after are measured in one run;
-  default this checkout, named "HEAD");
+  `--jit`; any other entry is decoder flags, e.g. `--batch_size=128`; an entry
+  `NAME:mode` runs from tree NAME alone), from each `--tree` (NAME=DIR, a
+  checkout of t2t_lite, e.g. a worktree of an earlier commit, so before and
+  after are measured in one run; default this checkout, named "HEAD");
 - each `--ctranslate2` export (`t2t_lite-exporter --format=ctranslate2`, its
-  EXPORT_DIR/<version>, or NAME=EXPORT to name it in the rows, e.g. float32=...): `t2t_lite.serving.ctranslate2_serving.translate_text`
-  with the export's settings (beam size, length penalty, length limit), 64
+  EXPORT_DIR/<version>, or NAME=EXPORT to name it in the rows, e.g.
+  float32=...): `t2t_lite.serving.ctranslate2_serving.translate_text` with the
+  export's settings (beam size, length penalty, length limit), 64
   sentences a batch, `intra_threads=--threads`.
 
 FILE may be gzipped; its first `--lines` lines are decoded. One JSON row per
@@ -85,7 +87,7 @@ def systems(args, source: str, target: str) -> list[tuple[dict, list[str], str]]
     runs = []
     for tree in args.tree or [f"HEAD={os.path.dirname(HERE)}"]:
         name, directory = tree.split("=", 1)
-        for mode in args.modes.split(","):
+        for mode in tree_modes(args.modes, name):
             flags = mode_flags(mode)
             command = [sys.executable, "-m", "t2t_lite.bin.decoder",
                        f"--output_dir={os.path.abspath(args.output_dir)}",
@@ -99,6 +101,18 @@ def systems(args, source: str, target: str) -> list[tuple[dict, list[str], str]]
                      [sys.executable, "-c", CT2_SCRIPT, os.path.abspath(directory), source,
                       target, str(args.threads)], os.path.dirname(HERE)))
     return runs
+
+
+def tree_modes(modes: str, tree: str) -> list[str]:
+    """The `--modes` entries a tree runs: unprefixed ones, and `TREE:mode` ones of its name."""
+    chosen = []
+    for mode in modes.split(","):
+        prefix, colon, rest = mode.partition(":")
+        if not colon or prefix.startswith("-"):
+            chosen.append(mode)
+        elif prefix == tree:
+            chosen.append(rest)
+    return chosen
 
 
 def mode_flags(mode: str) -> list[str]:
@@ -122,7 +136,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tree", action="append", default=[],
                         help="NAME=DIR: a t2t_lite checkout to run the decoder from")
     parser.add_argument("--modes", default="plain,jit",
-                        help="comma-separated: plain, jit, or decoder flags (--batch_size=128)")
+                        help="comma-separated: plain, jit, or decoder flags (--batch_size=128); "
+                             "TREE:mode for one tree's runs alone")
     parser.add_argument("--lines", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--threads", type=int, default=2)

@@ -266,6 +266,10 @@ def test_decoder_end_to_end_systems_and_ratios():
     assert cwd == "/tmp/old" and plain[1:3] == ["-m", "t2t_lite.bin.decoder"]
     assert "--decode_from_file=in.txt" in plain and jit[-1] == "--jit"
     assert ct2[-4:] == [os.path.abspath("ct2/1"), "in.txt", "out.txt", "2"]
+    args.tree, args.modes = ["before=/tmp/old", "after=/tmp/new"], "plain,after:--shards=1"
+    runs = decoder_end_to_end.systems(args, "in.txt", "out.txt")
+    assert [(f.get("tree"), f.get("flags")) for f, _, _ in runs] == [
+        ("before", ""), ("after", ""), ("after", "--shards=1"), (None, None)]
     rows = [{"system": "t2t_lite-decoder", "sentences_per_s": 30.0},
             {"system": "CTranslate2", "sentences_per_s": 60.0}]
     assert [r["ratio_to_ctranslate2"] for r in decoder_end_to_end.with_ratios(rows)] == [0.5, 1]
