@@ -80,3 +80,30 @@ def test_pad_batch_python_equals_tf():
 def test_max_decode_length():
     assert policy.max_decode_length(16, 50) == 66
     assert int(policy.max_decode_length(tf.constant(16), 50)) == 66
+
+
+@pytest.mark.parametrize("per_bucket", [False, True])
+def test_tf_search_traces_one_search_or_one_per_bucket(per_bucket):
+    """The exported graph's search: one traced for every padded length (S unknown, the widest
+    bucket as its bound), or one per bucket (static S) for a search needing it; either way the
+    batch is padded to its padded length and the output cut to that length's decode length."""
+    calls = []
+
+    def search(inputs, source_bound):  # Ids: each row's source repeated, then its row sum.
+        calls.append((inputs.shape[1], source_bound))
+        length = policy.max_decode_length(source_bound or inputs.shape[1], 3)
+        ids = tf.pad(inputs, [[0, 0], [0, length - tf.shape(inputs)[1]]])
+        return ids, tf.reduce_sum(inputs, axis=1)
+
+    traced = tf.function(lambda ids: policy.tf_search(ids, MAX_LENGTH, 3, search, per_bucket),
+                         input_signature=[tf.TensorSpec([None, None], tf.int32)])
+    traced.get_concrete_function()
+    buckets = policy.source_buckets(MAX_LENGTH)
+    assert calls == ([(n, None) for n in buckets] if per_bucket else [(None, buckets[-1])])
+    sources = [policy.truncate(s, MAX_LENGTH) for s in _sources()[:11]]  # Longest 11 -> 16.
+    ids, sums = traced(tf.constant(_padded(sources, 20)))
+    expected = policy.pad_batch(sources)
+    assert ids.shape == (11, 16 + 3)
+    np.testing.assert_array_equal(ids[:, :16], expected)
+    assert not ids[:, 16:].numpy().any()
+    np.testing.assert_array_equal(sums, expected.sum(axis=1))

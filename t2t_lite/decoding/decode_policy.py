@@ -18,8 +18,10 @@ they agree on the same inputs):
   input length + 50): `max_decode_length` (ints and tensors alike).
 
 `source_buckets(max_length)` lists every padded length a truncated source can
-get (8, 16, ... up to the first that holds max_length): the exporter traces
-one search per bucket. Shapes: B batch, S source length.
+get (8, 16, ... up to the first that holds max_length). The exported graph
+searches a batch with `tf_search`: one traced search for every padded length,
+or one per bucket for a search that needs a static source length. Shapes: B
+batch, S source length.
 """
 
 from __future__ import annotations
@@ -132,13 +134,44 @@ def pad_batch(sources: Sequence[Sequence[int]]) -> np.ndarray:
     return batch
 
 
-def tf_pad_batch(ids, length: int):
-    """An int32 [B, S] batch whose rows fit in `length` -> [B, length] (static length)."""
+def tf_pad_batch(ids, length):
+    """An int32 [B, S] batch whose rows fit in `length` -> [B, length]: a static
+    length when `length` is an int, unknown when it is a tensor."""
     import tensorflow as tf  # Only the SavedModel's graph needs these.
 
     ids = ids[:, :length]
     ids = tf.pad(ids, [[0, 0], [0, length - tf.shape(ids)[1]]])
-    return tf.ensure_shape(ids, [None, length])
+    return tf.ensure_shape(ids, [None, length]) if isinstance(length, int) else ids
+
+
+def tf_search(ids, max_length: int, extra_length: int, search, per_bucket: bool):
+    """A truncated batch int32 [B, S] searched in the graph, as the SavedModel does.
+
+    `search(inputs, source_bound)` -> (ids int32 [..., L'], scores) is one
+    traced search over the batch padded to its padded length, S unknown, with
+    `source_bound` the widest bucket (`search.decode_padded`'s), unless
+    `per_bucket` (a search needing a static S, e.g. a constrained one): then
+    one search per bucket (static S, `source_bound` None), in a switch.
+    Returns (ids [..., max_decode_length(padded, extra_length)], scores).
+    """
+    import tensorflow as tf  # Only the SavedModel's graph needs these.
+
+    index, padded = tf_padded_length(tf.reduce_max(tf_row_lengths(ids)), max_length)
+    buckets = source_buckets(max_length)
+    widest = max_decode_length(buckets[-1], extra_length)
+
+    def branch(length):
+        def fn():
+            seqs, scores = search(tf_pad_batch(ids, length), None)
+            padding = [[0, 0]] * (seqs.shape.rank - 1) + [[0, widest - seqs.shape[-1]]]
+            return tf.ensure_shape(tf.pad(seqs, padding), seqs.shape[:-1] + [widest]), scores
+        return fn
+
+    if per_bucket:
+        seqs, scores = tf.switch_case(index, [branch(n) for n in buckets])
+    else:
+        seqs, scores = search(tf_pad_batch(ids, padded), buckets[-1])
+    return seqs[..., :max_decode_length(padded, extra_length)], scores
 
 
 # --- Decode length ---

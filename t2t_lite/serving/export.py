@@ -20,9 +20,11 @@ than hparams.max_length are truncated to max_length - 1 tokens + EOS, the batch
 is cut to its longest row, padded to a power of two (at least 8), and searched
 (`decode_padded`) with max_decode_length = padded length +
 extra_length, under the problem's search constraint (`Problem.decode_constraint`,
-parsing's tree constraint and tag dictionary, as constants in the graph). The search needs a static length, so translate_ids holds one
-traced search per padded length 8, 16, 32, ... up to the first that holds
-max_length, and picks the branch at run time (`tf.switch_case`).
+parsing's tree constraint and tag dictionary, as constants in the graph).
+translate_ids holds one traced search for every padded length; a constrained
+search, which needs a static source length, holds one per padded length 8, 16,
+32, ... up to the first that holds max_length and picks the branch at run time
+(`decode_policy.tf_search`).
 
 translate_ids is traced once. serving_default calls that same function: it
 tokenizes with the source vocabulary, appends EOS (`decode_policy.tf_source_ids`),
@@ -113,25 +115,16 @@ def _decode_ids(model, ids, options: DecodeOptions, max_length: int):
     """The decoder's search in the graph: ids [B, S] -> (best ids [B, L], scores [B]).
 
     The rows are truncated, measured and padded by `decode_policy`, and searched by
-    `decode_padded` in the branch of their padded length.
+    `decode_padded` (`decode_policy.tf_search`: one search for every padded
+    length; one per bucket for a constrained search).
     """
+    def search(inputs, source_bound):
+        seqs, scores = decode_padded(model, inputs, options, source_bound)
+        return seqs[:, 0, :], scores[:, 0]
+
     ids = decode_policy.tf_truncate(tf.cast(ids, tf.int32), max_length)
-    longest = tf.reduce_max(decode_policy.tf_row_lengths(ids))
-    index, padded = decode_policy.tf_padded_length(longest, max_length)
-    buckets = decode_policy.source_buckets(max_length)
-    widest = decode_policy.max_decode_length(buckets[-1], options.extra_length)
-
-    def branch(length):
-        def fn():
-            seqs, scores = decode_padded(
-                model, decode_policy.tf_pad_batch(ids, length), options)
-            searched = decode_policy.max_decode_length(length, options.extra_length)
-            best = tf.pad(seqs[:, 0, :], [[0, 0], [0, widest - searched]])
-            return tf.ensure_shape(best, [None, widest]), scores[:, 0]
-        return fn
-
-    best, scores = tf.switch_case(index, [branch(n) for n in buckets])
-    return best[:, :decode_policy.max_decode_length(padded, options.extra_length)], scores
+    return decode_policy.tf_search(ids, max_length, options.extra_length, search,
+                                   per_bucket=options.constraint is not None)
 
 
 def _strip_after_eos(ids):

@@ -7,8 +7,9 @@
 
 `t2t_lite.decoding.sampling.sample` in the graph, under the decode policy that
 translate_ids follows (`t2t_lite.serving.export`): rows truncated to
-max_length, the batch padded to a power of two and sampled in that length's
-branch (`tf.switch_case`), L = padded length + extra_length, under the
+max_length, the batch padded to a power of two and sampled by one traced
+search for every padded length (one per length for a constrained search,
+`decode_policy.tf_search`), L = padded length + extra_length, under the
 problem's search constraint. Row b is keyed b, so a request's samples are
 t2t_lite-decoder's for the same lines in the same order, with the same seed.
 The settings are inputs, not constants: one export serves any of them.
@@ -20,6 +21,7 @@ import tensorflow as tf
 
 from t2t_lite.decoding import decode_policy
 from t2t_lite.decoding.sampling import sample
+from t2t_lite.decoding.search import decode_lengths
 
 SIGNATURE = "sample_ids"
 
@@ -37,30 +39,22 @@ def _check(temperature, top_k, top_p, num_samples):
 
 def sample_ids_function(model, options, max_length: int):
     """The `sample_ids` tf.function: `options` gives extra_length and the constraint."""
-    buckets = decode_policy.source_buckets(max_length)
-    widest = decode_policy.max_decode_length(buckets[-1], options.extra_length)
 
     def sample_ids(inputs, temperature, top_k, top_p, seed, num_samples):
         with tf.control_dependencies(_check(temperature, top_k, top_p, num_samples)):
             ids = decode_policy.tf_truncate(tf.cast(inputs, tf.int32), max_length)
-        longest = tf.reduce_max(decode_policy.tf_row_lengths(ids))
-        index, padded = decode_policy.tf_padded_length(longest, max_length)
         keys = tf.range(tf.shape(ids)[0], dtype=tf.int32)
 
-        def branch(length):
-            def fn():
-                searched = decode_policy.max_decode_length(length, options.extra_length)
-                seqs, scores = sample(
-                    model, decode_policy.tf_pad_batch(ids, length), searched,
-                    temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
-                    num_samples=num_samples, input_keys=keys, constraint=options.constraint)
-                seqs = tf.pad(seqs, [[0, 0], [0, 0], [0, widest - searched]])
-                return tf.ensure_shape(seqs, [None, None, widest]), scores
-            return fn
+        def search(inputs, source_bound):
+            searched, static = decode_lengths(inputs, options, source_bound)
+            return sample(model, inputs, searched, sequence_length=static,
+                          temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
+                          num_samples=num_samples, input_keys=keys,
+                          constraint=options.constraint)
 
-        seqs, scores = tf.switch_case(index, [branch(n) for n in buckets])
-        length = decode_policy.max_decode_length(padded, options.extra_length)
-        return {"ids": seqs[:, :, :length], "scores": scores}
+        seqs, scores = decode_policy.tf_search(ids, max_length, options.extra_length, search,
+                                               per_bucket=options.constraint is not None)
+        return {"ids": seqs, "scores": scores}
 
     return tf.function(sample_ids, input_signature=[
         tf.TensorSpec([None, None], tf.int32, name="inputs"),
