@@ -224,13 +224,14 @@ same run.
 """, (
     Table("decode_test_set.jsonl", "A test set end to end, beside CTranslate2",
           "`t2t_lite-decoder --decode_from_file` and CTranslate2 (t2t_lite's own export of the "
-          "same checkpoint) on Multi30k test2016, beam 4, 2 threads, each a fresh process timed "
-          "from its start to its exit; `tree` names the t2t_lite checkout (before and after a "
-          "change, in one run), the ratio is sentences/s over CTranslate2 float32's in that run.",
+          "same checkpoint) on a real test set (`input`), beam 4, 2 threads, each a fresh "
+          "process timed from its start to its exit; `tree` names the t2t_lite checkout (before "
+          "and after a change, each lever of a change, in one run), the ratio is sentences/s "
+          "over CTranslate2 float32's in that run.",
           "python -m benchmarks.decode decoder --output_dir=RUN --input=FILE --references=REF "
-          "--ctranslate2=float32=EXPORT,int8=EXPORT [--tree=NAME=DIR ...]",
-          (("system", "system"), ("tree", "tree"), ("XLA", "jit"), ("flags", "flags"),
-           ("export", "export"),
+          "--ctranslate2=float32=EXPORT,int8=EXPORT [--tree=NAME=DIR ...] [--modes=...]",
+          (("input", "input"), ("system", "system"), ("tree", "tree"), ("XLA", "jit"),
+           ("flags", "flags"), ("export", "export"),
            ("seconds", "wall_seconds"), ("sentences/s", "sentences_per_s"),
            ("ratio to CTranslate2", "ratio_to_ctranslate2"), ("BLEU", "bleu"),
            ("identical lines", "identical_lines"), ("note", "note"))),
