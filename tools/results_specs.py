@@ -218,8 +218,8 @@ peers of the same run (same date, commit and machine).
 
 DECODING = Page("results/decoding-speed.md", "Decoding and serving speed", """
 Fixed shapes (the peers' workload: batches of 32 sources of 30 tokens, beam 4, alpha 0.6,
-exactly 40 generated tokens) and real test sets (Multi30k test2016, whole files, process start
-included). Target tokens per second are medians. A figure counts only beside its peers of the
+exactly 40 generated tokens) and real test sets (Multi30k test2016, newstest2014; whole files,
+process start included). Target tokens per second are medians. A figure counts only beside its peers of the
 same run.
 """, (
     Table("decode_test_set.jsonl", "A test set end to end, beside CTranslate2",
