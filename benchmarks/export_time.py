@@ -5,11 +5,12 @@
 
 Writes a run directory (hparams, problem, one checkpoint of random weights) for the
 ids-only problem algorithmic_reverse with the given vocabulary size, exports it with
-`export.export` (the exporter CLI's library call: `translate_ids`, one traced search per
-padded source length), and appends one JSON row to --out (default
+`export.export` (the exporter CLI's library call: `translate_ids`, one traced search for
+every padded source length), and appends one JSON row to --out (default
 benchmarks/results/export_time.jsonl; "-" prints only): hparams, vocabulary,
-parameters, the traced source lengths, seconds, MiB on disk, the signatures, and
-the machine (`machine.py`: CPU model, cores, load average, float32 matmul peak).
+parameters, the padded source lengths served, seconds, MiB on disk, the
+signatures, and the machine (`machine.py`: CPU model, cores, load average, float32
+matmul peak).
 """
 
 from __future__ import annotations
