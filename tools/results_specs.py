@@ -61,7 +61,7 @@ recipe stage by stage and writes the row. The export rows time `t2t_lite-exporte
            ("dev exact match by step", lambda r: ", ".join(
                f"{e['step']}: {e['exact_match']}" for e in r.get("dev_evaluations", []))))),
     Table("export_time.jsonl", "t2t_lite-exporter", "Wall time of one SavedModel export and "
-          "its size on disk. Exports before commit 556d3aa traced one search per padded source "
+          "its size on disk. Exports before commit 43c90dc traced one search per padded source "
           "length; later ones trace one search for them all.", "python -m benchmarks.export time [--hparams=tiny --vocab=12]",
           (("hparams", "hparams"), ("parameters", "params"),
            ("vocabulary", "vocab"), ("padded source lengths", "source_lengths"),
