@@ -12,7 +12,7 @@ import pytest  # noqa: E402
 from keras import ops  # noqa: E402
 
 from t2t_lite.decoding.beam_search import beam_search  # noqa: E402
-from t2t_lite.decoding.beam_search import greedy_search  # noqa: E402
+from t2t_lite.decoding.greedy import greedy_search  # noqa: E402
 from t2t_lite.decoding.beam_search import length_penalty  # noqa: E402
 
 PAD, EOS = 0, 1

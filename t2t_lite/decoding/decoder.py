@@ -38,11 +38,11 @@ class Decoder:
 
     def _function(self, source_bound: int, source_length: int):
         """The decoding function of a batch padded to `source_length` <= `source_bound`."""
-        if self.options.constraint is not None:  # One per padded length, static.
+        static = self.options.constraint is not None  # One per padded length, static.
+        if static:
             source_bound = source_length
         if source_bound not in self._functions:
-            length = source_length if self.options.constraint is not None else None
-            spec = [tf.TensorSpec([None, length], tf.int32)]
+            spec = [tf.TensorSpec([None, source_length if static else None], tf.int32)]
             if self.options.sampling:  # And each row's key.
                 spec.append(tf.TensorSpec([None], tf.int32))
             fn = self._sample if self.options.sampling else self._decode

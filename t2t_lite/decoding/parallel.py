@@ -93,6 +93,7 @@ def sharded(fn, tensors, shards: int):
         return tf.concat([x, tf.repeat(x[-1:], extra, axis=0)], axis=0)
 
     pieces = [tf.split(pad(x), shards, axis=0) for x in tensors]
-    one = tf.function(fn, reduce_retracing=True, autograph=False, experimental_attributes={"_noinline": True})
+    one = tf.function(fn, reduce_retracing=True, autograph=False,
+                      experimental_attributes={"_noinline": True})
     outputs = [one(*shard) for shard in zip(*pieces)]
     return tuple(tf.concat(list(parts), axis=0)[:batch] for parts in zip(*outputs))

@@ -21,7 +21,7 @@ search constraint's forbidden tokens are masked before sampling, as in
 `t2t_lite.decoding.search`. So T = 0 (and top_k = 1) is greedy's argmax, except
 where greedy's would be padding, which a trained model does not predict.
 
-The loop is greedy's (`beam_search.greedy_search`, whose state and helpers it
+The loop is greedy's (`greedy.greedy_loop`, whose state and helpers it
 reuses) with the argmax over noisy, filtered log-probabilities; `keras.ops`
 only. Shapes: B batch, N samples per input, R = B * N rows (row b * N + n),
 L maximum decode length, V vocabulary.
@@ -33,14 +33,8 @@ import keras
 from keras import ops
 
 from t2t_lite.decoding import decode_policy, parallel
-from t2t_lite.decoding.beam_search import (
-    NEG_INF,
-    _append_token,
-    _GreedyState,
-    _last_tokens,
-    _segmented_loop,
-    _step_log_probs,
-)
+from t2t_lite.decoding.beam_search import NEG_INF, _last_tokens, _step_log_probs
+from t2t_lite.decoding.greedy import _append_token, greedy_loop
 from t2t_lite.decoding.search import cache_lengths, cached_decoder, decode_lengths
 from t2t_lite.ids import EOS_ID, PAD_ID
 
@@ -191,25 +185,12 @@ def sample_search(next_fn, initial_cache, streams, max_decode_length, eos_id, te
         (sequences int32 [R, L], scores float32 [R]): tokens with EOS then 0s;
         scores are the model's log-probabilities of them, summed.
     """
-    state = _GreedyState(
-        index=ops.convert_to_tensor(0, "int32"),
-        seq=ops.zeros((ops.shape(streams)[0], sequence_length or max_decode_length), "int32"),
-        scores=ops.zeros(ops.shape(streams), "float32"),
-        finished=ops.zeros(ops.shape(streams), "bool"),
-        cache=initial_cache,
-    )
-
-    def cond(state):
-        not_done = ops.logical_not(ops.all(state.finished))
-        return ops.logical_and(state.index < max_decode_length, not_done)
-
     def body(state):
         return _sample_step(state, next_fn, streams, temperature, top_k, top_p, eos_id,
                             start_id, allowed_fn)
 
-    state = _segmented_loop(cond, body, state, sequence_length or max_decode_length,
-                            cache_lengths, grow_cache, own_cache)
-    return state.seq, state.scores
+    return greedy_loop(body, initial_cache, ops.shape(streams)[0], max_decode_length,
+                       sequence_length, cache_lengths, grow_cache, own_cache)
 
 
 def sample(model, inputs, max_decode_length: int, *, temperature, top_k=0, top_p=1.0,

@@ -14,7 +14,7 @@ import functools
 import keras
 from keras import ops
 
-from t2t_lite.decoding import beam_search, decode_policy, parallel
+from t2t_lite.decoding import beam_search, decode_policy, greedy, parallel
 from t2t_lite.ids import EOS_ID
 
 
@@ -83,7 +83,7 @@ def search(model, inputs, beam_size: int, alpha: float, max_decode_length: int,
     growth.update(min_decode_length=min_decode_length, sequence_length=static_length)
     batch = ops.shape(inputs)[0]
     if beam_size == 1:
-        ids, scores = beam_search.greedy_search(
+        ids, scores = greedy.greedy_search(
             next_fn, self_cache, batch, max_decode_length, EOS_ID, **growth)
         return ids[:, None, :], scores[:, None]
     ids, scores = beam_search.beam_search(
